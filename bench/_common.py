@@ -1,0 +1,136 @@
+"""Shared helpers of the benchmarks: machine info, timing, a numpy matmul roofline, JSON output."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+BENCH_DIR = Path(__file__).resolve().parent
+
+
+def cpu_count() -> int:
+    """Cores this process may use (affinity-aware where the OS tells)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def cpu_model() -> str:
+    """The CPU's model name (from /proc/cpuinfo on Linux, else platform.processor())."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def load_average() -> tuple[float, float, float] | None:
+    """The 1/5/15-minute load averages, None where the OS does not tell."""
+    try:
+        return os.getloadavg()
+    except (AttributeError, OSError):
+        return None
+
+
+def machine_info() -> dict[str, Any]:
+    """Machine and library versions, for the result files."""
+    import jax
+
+    info: dict[str, Any] = {
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu": cpu_model(),
+        "cpu_count": cpu_count(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "jax": jax.__version__,
+        "jax_backend": jax.default_backend(),
+        "load_average": load_average(),
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+    try:
+        import torch
+
+        info["torch"] = torch.__version__
+    except ImportError:
+        info["torch"] = None
+    return info
+
+
+def best_time(fn: Callable[[], Any], repeats: int = 3, warmup: bool = True) -> tuple[float, Any]:
+    """Best wall time (time.perf_counter, seconds) of ``repeats`` calls of ``fn`` and its last
+    result. ``fn`` must synchronise itself (block_until_ready / np.asarray). With ``warmup`` one
+    untimed call runs first, so that compilation is excluded."""
+    out = fn() if warmup else None
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
+def matmul_roofline(
+    n: int, d: int, cols: int, dtype: Any, repeats: int = 7, seed: int = 0
+) -> dict[str, float]:
+    """numpy's speed on the two GEMMs of one batched GD step with shared data:
+
+        Z = X @ W^T     X (n, d), W (cols, d)   -> (n, cols)
+        M = G^T @ X     G (n, cols)             -> (cols, d)
+
+    each 2 n d cols flops. Best of ``repeats`` for each, after one warm-up; returns seconds per
+    pair and GFLOP/s (4 n d cols flops per pair).
+    """
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)).astype(dtype)
+    W = rng.standard_normal((cols, d)).astype(dtype)
+    G = rng.standard_normal((n, cols)).astype(dtype)
+    t_fwd, _ = best_time(lambda: X @ W.T, repeats)
+    t_bwd, _ = best_time(lambda: G.T @ X, repeats)
+    flops = 4.0 * n * d * cols
+    return {
+        "seconds_forward": t_fwd,
+        "seconds_backward": t_bwd,
+        "seconds_pair": t_fwd + t_bwd,
+        "gflops": flops / (t_fwd + t_bwd) / 1e9,
+        "gflops_forward": 2.0 * n * d * cols / t_fwd / 1e9,
+        "gflops_backward": 2.0 * n * d * cols / t_bwd / 1e9,
+    }
+
+
+def write_json(name: str, payload: dict[str, Any]) -> Path:
+    """Write ``payload`` to bench/results/<name>.json (created if needed) and return the path."""
+    out_dir = BENCH_DIR / "results"
+    out_dir.mkdir(exist_ok=True)
+    path = out_dir / f"{name}.json"
+    path.write_text(json.dumps(payload, indent=2, default=_jsonable) + "\n")
+    return path
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    return str(obj)
+
+
+def machine_line(info: dict[str, Any]) -> str:
+    """One-line machine description for tables."""
+    return (
+        f"{info['cpu']}, {info['cpu_count']} cores, {info['platform']}; python {info['python']}, "
+        f"numpy {info['numpy']}, jax {info['jax']} ({info['jax_backend']})"
+        + (f", torch {info['torch']}" if info.get("torch") else "")
+    )

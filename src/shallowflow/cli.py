@@ -1,0 +1,148 @@
+"""The command line: ``shallowflow run | sweep | plot | demo | list``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from shallowflow.progress import console
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Simulate, measure and predict how one-hidden-layer ReLU networks learn.")
+
+SetOption = Annotated[Optional[list[str]],  # noqa: UP045 (typer needs Optional)
+                      typer.Option("--set", "-s", help="override a field: key.path=value")]
+
+
+def _fail(err: Exception) -> None:
+    console.print(f"[bold red]error:[/] {err}", highlight=False)
+    raise typer.Exit(2)
+
+
+def _user_errors() -> tuple[type[Exception], ...]:
+    from shallowflow.config import ConfigError
+    from shallowflow.data.validate import DataError
+    from shallowflow.store import OutputExistsError
+
+    return (ConfigError, DataError, OutputExistsError, FileNotFoundError, ValueError)
+
+
+@app.command()
+def run(
+    config: Annotated[Path, typer.Argument(help="experiment file (.toml or .yaml)")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="run directory to create")],
+    set_: SetOption = None,
+    overwrite: Annotated[bool, typer.Option(help="replace an existing run directory")] = False,
+    quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
+) -> None:
+    """Train an experiment and write its run directory (config, provenance, results.nc, ...)."""
+    try:
+        from shallowflow.config import load_experiment
+        from shallowflow.runner import run_experiment
+
+        exp = load_experiment(config, set_ or [])
+        ds = run_experiment(exp, out, overwrite=overwrite, show_progress=not quiet)
+    except _user_errors() as err:
+        _fail(err)
+        return
+    loss = ds["loss"].values
+    console.print(
+        f"{exp.name}: {ds.sizes['run']} run(s), {int(ds.step[-1])} steps (flow time "
+        f"{float(ds.time[-1]):g}); loss {float(loss[:, 0].mean()):.4g} -> "
+        f"{float(loss[:, -1].mean()):.4g} (mean over runs); stopped {int(ds.stopped.sum())}, "
+        f"diverged {int(ds.diverged.sum())}. Written to {out}", highlight=False)
+
+
+@app.command()
+def sweep(
+    spec: Annotated[Path, typer.Argument(help="sweep file (.toml or .yaml)")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="sweep folder")],
+    resume: Annotated[bool, typer.Option(help="continue a sweep folder, skipping done batches")]
+    = False,
+    executor: Annotated[str, typer.Option(help="local or dask")] = "local",
+    address: Annotated[Optional[str], typer.Option(help="dask scheduler address")] = None,  # noqa: UP045
+    set_: SetOption = None,
+    quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
+) -> None:
+    """Run a grid of experiments in batches of equal shapes; resumable after a crash."""
+    try:
+        from shallowflow.sweep import load_sweep, run_sweep
+
+        if executor not in ("local", "dask"):
+            raise ValueError(f"--executor: must be 'local' or 'dask', got {executor!r}")
+        sw = load_sweep(spec, set_ or [])
+        table = run_sweep(sw, out, resume=resume, executor=executor,  # type: ignore[arg-type]
+                          address=address, show_progress=not quiet)
+    except _user_errors() as err:
+        _fail(err)
+        return
+    console.print(f"{sw.name}: {len(sw.points)} grid point(s), {len(table)} run(s); "
+                  f"summary in {out / 'summary.parquet'}", highlight=False)
+
+
+@app.command()
+def plot(
+    run_dir: Annotated[Path, typer.Argument(help="a run directory")],
+    probes: Annotated[str, typer.Option(help="comma-separated probe names")]
+    = "loss,pl_curvature,balance_drift",
+    out: Annotated[Optional[Path], typer.Option(help="PNG file (default RUN_DIR/probes.png)")]  # noqa: UP045
+    = None,
+) -> None:
+    """Draw recorded probes of a run directory against flow time."""
+    try:
+        from shallowflow.plots import plot_probes
+        from shallowflow.store import load_run
+
+        ds = load_run(run_dir)
+        fig = plot_probes(ds, [p.strip() for p in probes.split(",") if p.strip()])
+        target = out or run_dir / "probes.png"
+        fig.savefig(target, dpi=120)
+    except _user_errors() as err:
+        _fail(err)
+        return
+    console.print(f"figure written to {target}", highlight=False)
+
+
+@app.command()
+def demo(
+    out: Annotated[Path, typer.Option("--out", "-o")] = Path("runs/demo"),
+    quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
+) -> None:
+    """The main demo: local PL curvature on orthogonal data, from order 1/n to 1/sqrt(n)."""
+    from shallowflow.demo import run_demo
+
+    summary = run_demo(out, show_progress=not quiet)
+    console.print(summary, highlight=False)
+    console.print(f"Figure and data in {out}/", highlight=False)
+
+
+@app.command(name="list")
+def list_() -> None:
+    """List data generators, initialisations, losses, probes and example configs."""
+    from typing import get_args
+
+    from shallowflow.config import DataSpec, InitSpec
+    from shallowflow.losses import LOSS_NAMES
+    from shallowflow.probes import PROBES
+
+    def tags(spec) -> list[str]:
+        union = get_args(spec)[0]
+        return [get_args(m.model_fields[k].annotation)[0] for m in get_args(union)
+                for k in ("kind", "scheme") if k in m.model_fields]
+
+    console.print("[bold]data kinds:[/] " + ", ".join(tags(DataSpec)))
+    console.print("[bold]init schemes:[/] " + ", ".join(tags(InitSpec)))
+    console.print("[bold]losses:[/] " + ", ".join(LOSS_NAMES))
+    console.print("[bold]probes:[/]")
+    for p in PROBES.values():
+        console.print(f"  {p.name:14s} {p.description}", highlight=False)
+    examples = Path.cwd() / "examples"
+    if examples.is_dir():
+        console.print("[bold]examples:[/] " + ", ".join(sorted(f.name for f in
+                                                              examples.glob("*.toml"))))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

@@ -1,0 +1,447 @@
+"""Validated experiment specifications (pydantic v2), loaded from TOML or YAML.
+
+An :class:`Experiment` is everything needed to reproduce a batch of runs: data, model,
+initialisation, training and recording. Unknown keys, wrong types and out-of-range values are
+refused before any work with :class:`ConfigError`, whose message names each field, the value given
+and what is allowed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from shallowflow.probes import PROBES
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+class ConfigError(ValueError):
+    """An invalid configuration; the message lists every problem as ``field: problem (got ...)``."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+Range = tuple[float, float]
+
+
+def _check_range(name: str, r: Range, positive: bool = True) -> None:
+    lo, hi = r
+    if not (lo <= hi) or (positive and lo <= 0):
+        allowed = "0 < low <= high" if positive else "low <= high"
+        raise ValueError(f"{name}: must satisfy {allowed}, got {list(r)}")
+
+
+# ----------------------------------------------------------------------------------------- data
+class _DataBase(_Strict):
+    per_run: bool = Field(False, description="draw a fresh dataset for every run")
+    seed: int | None = Field(None, description="data seed (default: the experiment seed)")
+
+
+class SphereData(_DataBase):
+    """DPB Exp. 1 (MATH.md §1.3): x = rho u, u uniform on the sphere, labels eps * U[1, 2]."""
+
+    kind: Literal["sphere"]
+    n: int = Field(gt=0)
+    d: int = Field(gt=0)
+    radius: Range = (1.0, 2.0)
+    label_range: Range = (1.0, 2.0)
+
+    @model_validator(mode="after")
+    def _ranges(self) -> SphereData:
+        _check_range("radius", self.radius)
+        _check_range("label_range", self.label_range)
+        return self
+
+
+class OrthogonalData(_DataBase):
+    """DPB Exp. 2 (MATH.md §1.3): x_i = rho_i e_i, rho ~ U[1, 2], labels eps * U[1, 2]; n <= d."""
+
+    kind: Literal["orthogonal"]
+    n: int = Field(gt=0)
+    d: int = Field(gt=0)
+    basis: Literal["canonical", "random"] = "canonical"
+    norm_range: Range = (1.0, 2.0)
+    label_range: Range = (1.0, 2.0)
+
+    @model_validator(mode="after")
+    def _shape(self) -> OrthogonalData:
+        if self.n > self.d:
+            raise ValueError(f"n: orthogonal data needs n <= d, got n={self.n} > d={self.d}")
+        _check_range("norm_range", self.norm_range)
+        _check_range("label_range", self.label_range)
+        return self
+
+
+class OrthonormalData(_DataBase):
+    """TBLEL (MATH.md §3.7): unit orthonormal inputs, labels |N(0,1)| or N(0,1); n <= d."""
+
+    kind: Literal["orthonormal"]
+    n: int = Field(gt=0)
+    d: int = Field(gt=0)
+    basis: Literal["canonical", "random"] = "canonical"
+    labels: Literal["abs_normal", "normal"] = "abs_normal"
+
+    @model_validator(mode="after")
+    def _shape(self) -> OrthonormalData:
+        if self.n > self.d:
+            raise ValueError(f"n: orthonormal data needs n <= d, got n={self.n} > d={self.d}")
+        return self
+
+
+class ThreePointData(_DataBase):
+    """BF's 3-point data (MATH.md §2.4), 1-D inputs: use with ``model.bias = true``."""
+
+    kind: Literal["three_point"]
+
+
+class StewartData(_DataBase):
+    """BF App. B.2 (MATH.md §2.5): x ~ U[-1, 1], piecewise-linear teacher; use with a bias."""
+
+    kind: Literal["stewart"]
+    n: int = Field(40, gt=0)
+
+
+class TwoPointData(_DataBase):
+    """MMV A.2/A.3 (MATH.md §4.3): x1 = (1, 0), x2 = (sin angle, cos angle), labels +1."""
+
+    kind: Literal["two_point"]
+    angle: float = Field(0.1, gt=0, le=math.pi)
+
+
+class TeacherData(_DataBase):
+    """A random ReLU teacher with ``width`` units on Gaussian or unit-sphere inputs."""
+
+    kind: Literal["teacher"]
+    n: int = Field(gt=0)
+    d: int = Field(gt=0)
+    width: int = Field(3, gt=0)
+    inputs: Literal["gaussian", "sphere"] = "gaussian"
+    noise: float = Field(0.0, ge=0)
+
+
+class FileData(_DataBase):
+    """User data: ``.npz`` with arrays X (n, d) and y (n,), or ``.csv`` with the label last."""
+
+    kind: Literal["file"]
+    path: str
+
+    @model_validator(mode="after")
+    def _load(self) -> FileData:
+        from shallowflow.data.files import load_file
+
+        load_file(self.path)  # validates before any work
+        return self
+
+
+DataSpec = Annotated[
+    Union[SphereData, OrthogonalData, OrthonormalData, ThreePointData, StewartData, TwoPointData,
+          TeacherData, FileData],
+    Field(discriminator="kind"),
+]
+
+
+# ---------------------------------------------------------------------------------------- model
+class ModelSpec(_Strict):
+    """h(x) = kappa sum_j a_j sigma(<w_j, x>) (MATH.md §0.3)."""
+
+    width: int = Field(gt=0, description="number of hidden neurons p")
+    kappa: Literal["1", "1/p"] = Field("1", description="output scale: 1 or 1/p (DPB)")
+    activation: Literal["relu", "leaky_relu"] = "relu"
+    leak: float = Field(0.0, ge=0, lt=1, description="negative slope of leaky_relu")
+    bias: bool = Field(False, description="hidden bias as an appended constant input 1")
+
+    @model_validator(mode="after")
+    def _leak(self) -> ModelSpec:
+        if self.activation == "relu" and self.leak != 0:
+            raise ValueError(f"leak: must be 0 for activation 'relu', got {self.leak}")
+        if self.activation == "leaky_relu" and self.leak == 0:
+            raise ValueError("leak: activation 'leaky_relu' needs leak in (0, 1), got 0")
+        return self
+
+
+# ----------------------------------------------------------------------------------------- init
+class DpbInit(_Strict):
+    """DPB (MATH.md §1.2): |a| - ||w|| ~ Exp(1); first layer Gaussian (paper) or uniform (code)."""
+
+    scheme: Literal["dpb"]
+    first_layer: Literal["gaussian", "uniform"] = "gaussian"
+
+
+class BalancedInit(_Strict):
+    """Balanced a_j = +-||w_j||: norm exactly ``scale`` (TBLEL) or Gaussian radial law (BF)."""
+
+    scheme: Literal["balanced"]
+    scale: float = Field(gt=0)
+    width_scaling: bool = False
+    radial: Literal["fixed", "gaussian"] = "fixed"
+
+
+class GaussianInit(_Strict):
+    """Unbalanced Gaussian w ~ N(0, s^2 I), a ~ N(0, s^2) (BF 'unbalanced', MMV experiments)."""
+
+    scheme: Literal["gaussian"]
+    scale: float = Field(gt=0)
+    width_scaling: bool = False
+
+
+class DominatedInit(_Strict):
+    """BF 'dominated': w entries U([-s, s]), a = +-s sqrt(d)."""
+
+    scheme: Literal["dominated"]
+    scale: float = Field(gt=0)
+    width_scaling: bool = False
+
+
+class GroupInit(_Strict):
+    """DPB group initialisation (§1.2) on orthogonal data; ||w_j|| = scale."""
+
+    scheme: Literal["group"]
+    scale: float = Field(1.0, gt=0)
+    direction: Literal["random", "aligned"] = "random"
+
+
+class PytorchInit(_Strict):
+    """PyTorch nn.Linear default (He-uniform) for both layers (TBLEL Fig. 6)."""
+
+    scheme: Literal["pytorch"]
+
+
+InitSpec = Annotated[
+    Union[DpbInit, BalancedInit, GaussianInit, DominatedInit, GroupInit, PytorchInit],
+    Field(discriminator="scheme"),
+]
+
+
+# ---------------------------------------------------------------------------------------- train
+class TrainSpec(_Strict):
+    """theta <- theta - lr * T * grad L; one step is ``lr`` units of flow time (MATH.md §0.3)."""
+
+    loss: Literal["square", "mse", "exponential", "logistic"] = "square"
+    reduction: Literal["mean", "sum"] = "mean"
+    lr: float = Field(gt=0, description="step size eta (flow time per step)")
+    steps: int | None = Field(None, ge=0, description="number of steps")
+    duration: float | None = Field(None, gt=0, description="flow time; steps = ceil(duration/lr)")
+    time_scale: float | Literal["width"] = Field(1.0, description="T: a number or 'width' (T = p)")
+    optimizer: Literal["gd", "sgd"] = "gd"
+    batch_size: int | None = Field(None, gt=0)
+    layers: Literal["both", "first"] = "both"
+    stop_loss: float | None = Field(None, ge=0, description="freeze a run once L < stop_loss")
+    dtype: Literal["float64", "float32"] = "float64"
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TrainSpec:
+        if (self.steps is None) == (self.duration is None):
+            raise ValueError("steps/duration: give exactly one of train.steps or train.duration")
+        if isinstance(self.time_scale, float) and not self.time_scale > 0:
+            raise ValueError(f"time_scale: must be > 0 or 'width', got {self.time_scale}")
+        if self.optimizer == "sgd" and self.batch_size is None:
+            raise ValueError("batch_size: optimizer 'sgd' needs train.batch_size")
+        if self.optimizer == "gd" and self.batch_size is not None:
+            raise ValueError("batch_size: only for optimizer 'sgd' (gd is full batch)")
+        return self
+
+    @property
+    def n_steps(self) -> int:
+        if self.steps is not None:
+            return self.steps
+        return math.ceil(self.duration / self.lr - 1e-9)  # type: ignore[operator]
+
+
+class RecordSpec(_Strict):
+    """When and what to record: linear (``every``) and/or geometric (``points``) schedule."""
+
+    every: int | None = Field(None, gt=0, description="record every this many steps")
+    points: int = Field(100, ge=0, description="geometrically spaced record points")
+    probes: tuple[str, ...] = Field(
+        ("loss", "pl_curvature", "balance_drift", "neuron_norm", "a", "active_count",
+         "dead_neurons", "param_norm_sq"),
+    )
+    snapshots: bool = Field(False, description="also record all hidden weights W")
+
+    @model_validator(mode="after")
+    def _probes(self) -> RecordSpec:
+        unknown = [p for p in self.probes if p not in PROBES]
+        if unknown:
+            raise ValueError(f"probes: unknown {unknown}; allowed: {', '.join(PROBES)}")
+        return self
+
+
+# ----------------------------------------------------------------------------------- experiment
+class Experiment(_Strict):
+    """A batch of ``runs`` independent networks; run r draws its keys from (seed, r)."""
+
+    name: str = "experiment"
+    seed: int = 0
+    runs: int = Field(1, gt=0)
+    data: DataSpec
+    model: ModelSpec
+    init: InitSpec
+    train: TrainSpec
+    record: RecordSpec = RecordSpec()
+
+    @model_validator(mode="after")
+    def _cross(self) -> Experiment:
+        n = n_samples(self.data)
+        if self.train.batch_size is not None and self.train.batch_size > n:
+            raise ValueError(
+                f"train.batch_size: must be <= n = {n}, got {self.train.batch_size}")
+        if isinstance(self.init, GroupInit):
+            if not isinstance(self.data, (OrthogonalData, OrthonormalData)):
+                raise ValueError(
+                    f"init.scheme: 'group' needs orthogonal or orthonormal data, "
+                    f"got data.kind={self.data.kind!r}")
+            if self.model.bias:
+                raise ValueError("init.scheme: 'group' cannot be combined with model.bias")
+            if n % self.model.width:
+                raise ValueError(
+                    f"model.width: group init needs width dividing n = {n}, got {self.model.width}")
+        return self
+
+    # resolved numbers ------------------------------------------------------------------------
+    @property
+    def kappa(self) -> float:
+        return 1.0 / self.model.width if self.model.kappa == "1/p" else 1.0
+
+    @property
+    def time_scale(self) -> float:
+        ts = self.train.time_scale
+        return float(self.model.width) if ts == "width" else float(ts)
+
+    @property
+    def input_dim(self) -> int:
+        return input_dim(self.data) + (1 if self.model.bias else 0)
+
+
+def n_samples(data: Any) -> int:
+    """Number of samples n of a data spec, without generating it."""
+    fixed = {"three_point": 3, "two_point": 2}
+    if data.kind in fixed:
+        return fixed[data.kind]
+    if data.kind == "file":
+        from shallowflow.data.files import load_file
+
+        return load_file(data.path)[0].shape[0]
+    return data.n
+
+
+def input_dim(data: Any) -> int:
+    """Input dimension d of a data spec (bias not included)."""
+    fixed = {"three_point": 1, "stewart": 1, "two_point": 2}
+    if data.kind in fixed:
+        return fixed[data.kind]
+    if data.kind == "file":
+        from shallowflow.data.files import load_file
+
+        return load_file(data.path)[0].shape[1]
+    return data.d
+
+
+# ---------------------------------------------------------------------------------- load / dump
+def format_validation_error(err: ValidationError) -> str:
+    """One line per problem: ``field.path: message (got value)``."""
+    lines = []
+    for e in err.errors():
+        loc = ".".join(str(x) for x in e["loc"])
+        msg = e["msg"].removeprefix("Value error, ")
+        got = e.get("input")
+        shown = "" if isinstance(got, dict) or got is None else f" (got {got!r})"
+        if e["type"] == "extra_forbidden":
+            msg = "unknown field (not allowed here; check the spelling)"
+        lines.append(f"  {loc}: {msg}{shown}" if loc else f"  {msg}{shown}")
+    return "invalid configuration:\n" + "\n".join(lines)
+
+
+def read_mapping(path: str | Path) -> dict[str, Any]:
+    """Read a TOML (.toml) or YAML (.yaml/.yml) file into a dict."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config: no such file: {str(path)!r}")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".toml":
+            return tomllib.loads(path.read_text())
+        if suffix in (".yaml", ".yml"):
+            data = yaml.safe_load(path.read_text())
+            if not isinstance(data, dict):
+                raise ConfigError(f"config: {path.name} must hold a mapping at top level")
+            return data
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as err:
+        raise ConfigError(f"config: cannot parse {path.name}: {err}") from err
+    raise ConfigError(f"config: unsupported file type {suffix!r}; allowed: .toml, .yaml, .yml")
+
+
+def parse_value(text: str) -> Any:
+    """Parse a ``--set`` value as a TOML literal (number, bool, string, array); else a string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def apply_overrides(mapping: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Apply ``key.path=value`` overrides to a nested dict (a new dict is returned)."""
+    result = json.loads(json.dumps(mapping))
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"--set: expected key=value, got {item!r}")
+        key, _, raw = item.partition("=")
+        parts = key.strip().split(".")
+        node = result
+        for part in parts[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError(f"--set: {key!r}: {part!r} is not a table")
+            node = child
+        node[parts[-1]] = parse_value(raw.strip())
+    return result
+
+
+def experiment_from_mapping(mapping: dict[str, Any]) -> Experiment:
+    """Validate a mapping into an Experiment, raising ConfigError with readable messages."""
+    try:
+        return Experiment.model_validate(mapping)
+    except ValidationError as err:
+        raise ConfigError(format_validation_error(err)) from None
+    except ValueError as err:  # data loading errors raised inside validators
+        raise ConfigError(str(err)) from None
+
+
+def load_experiment(path: str | Path, overrides: list[str] | None = None) -> Experiment:
+    """Read, override and validate an experiment file."""
+    return experiment_from_mapping(apply_overrides(read_mapping(path), overrides or []))
+
+
+def dump_toml(mapping: dict[str, Any]) -> str:
+    """A minimal TOML writer for resolved configs (tables, scalars, arrays; None is omitted)."""
+
+    def scalar(v: Any) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, (int, float)):
+            return repr(v) if not (isinstance(v, float) and math.isinf(v)) else (
+                "inf" if v > 0 else "-inf")
+        if isinstance(v, (list, tuple)):
+            return "[" + ", ".join(scalar(x) for x in v) + "]"
+        return json.dumps(str(v))
+
+    def table(prefix: str, m: dict[str, Any]) -> list[str]:
+        lines = [f"{k} = {scalar(v)}" for k, v in m.items() if v is not None and not isinstance(v, dict)]
+        for k, v in m.items():
+            if isinstance(v, dict):
+                name = f"{prefix}.{k}" if prefix else k
+                lines += ["", f"[{name}]", *table(name, v)]
+        return lines
+
+    return "\n".join(table("", mapping)).strip() + "\n"

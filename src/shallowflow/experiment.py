@@ -1,0 +1,270 @@
+"""From validated specs to trained batches: ``simulate(experiment) -> xarray.Dataset``.
+
+A *run* is identified by (experiment, run index r). Its randomness comes only from keys derived
+from (seed, r): init key fold_in(fold_in(K(seed), r), 1), SGD key fold_in(..., 2), and data key
+fold_in(K(data seed), r) for per-run data or fold_in(K(data seed), 0) for shared data. A run
+therefore gives the same numbers alone or inside any batch.
+
+Runs whose specs differ only in *batchable* fields (seed, run index, init scale, stop_loss, data
+seed, name) share array shapes and compiled code, and are trained together in one vmapped loop.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import xarray as xr
+
+from shallowflow import data as datagen
+from shallowflow import init as inits
+from shallowflow.activations import Activation
+from shallowflow.config import ConfigError, Experiment
+from shallowflow.data.validate import validate_dataset
+from shallowflow.dynamics import EngineConfig, EngineResult, record_schedule
+from shallowflow.dynamics import simulate as engine_simulate
+from shallowflow.losses import Loss
+from shallowflow.network import Network, add_bias_column
+from shallowflow.probes import PROBES
+
+BATCHABLE = ("name", "seed", "runs", "init.scale", "train.stop_loss", "data.seed")
+
+
+@dataclass(frozen=True)
+class RunRef:
+    """One run: an experiment and the index r of the run within it."""
+
+    experiment: Experiment
+    index: int
+
+
+def static_signature(exp: Experiment) -> str:
+    """JSON of the spec without its batchable fields: equal signatures can share one batch."""
+    d = exp.model_dump(mode="json")
+    for path in BATCHABLE:
+        node = d
+        *head, last = path.split(".")
+        for h in head:
+            node = node[h]
+        node.pop(last, None)
+    return json.dumps(d, sort_keys=True)
+
+
+def engine_config(exp: Experiment) -> EngineConfig:
+    """The compile-time engine settings of an experiment."""
+    probes = tuple(exp.record.probes) + (("W",) if exp.record.snapshots else ())
+    return EngineConfig(
+        activation=Activation(exp.model.leak),
+        loss=Loss(exp.train.loss, exp.train.reduction),
+        kappa=exp.kappa,
+        lr=exp.train.lr,
+        time_scale=exp.time_scale,
+        train_second_layer=exp.train.layers == "both",
+        batch_size=exp.train.batch_size,
+        probes=tuple(dict.fromkeys(probes)),
+    )
+
+
+def schedule_of(exp: Experiment) -> np.ndarray:
+    return record_schedule(exp.train.n_steps, exp.record.every, exp.record.points)
+
+
+# ------------------------------------------------------------------------------------------ data
+def _data_key(ref: RunRef) -> jax.Array:
+    spec = ref.experiment.data
+    seed = ref.experiment.seed if spec.seed is None else spec.seed
+    return jax.random.fold_in(jax.random.PRNGKey(seed), ref.index if spec.per_run else 0)
+
+
+def generate(spec: Any, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Generate (X, y) for a data spec (bias not yet appended)."""
+    kind = spec.kind
+    if kind == "sphere":
+        return datagen.sphere(key, spec.n, spec.d, spec.radius, spec.label_range)
+    if kind == "orthogonal":
+        return datagen.orthogonal(key, spec.n, spec.d, spec.basis, spec.norm_range,
+                                  spec.label_range)
+    if kind == "orthonormal":
+        return datagen.orthonormal(key, spec.n, spec.d, spec.basis, spec.labels)
+    if kind == "three_point":
+        return datagen.three_point()
+    if kind == "stewart":
+        return datagen.stewart(key, spec.n)
+    if kind == "two_point":
+        return datagen.two_point(spec.angle)
+    if kind == "teacher":
+        return datagen.teacher(key, spec.n, spec.d, spec.width, spec.inputs, spec.noise)
+    if kind == "file":
+        X, y = datagen.load_file(spec.path)
+        return jnp.asarray(X, jnp.float64), jnp.asarray(y, jnp.float64)
+    raise ConfigError(f"data.kind: unknown {kind!r}")
+
+
+def dataset_of(ref: RunRef) -> tuple[np.ndarray, np.ndarray]:
+    """The (X, y) of one run as the network sees it (bias column appended if configured)."""
+    X, y = generate(ref.experiment.data, _data_key(ref))
+    if ref.experiment.model.bias:
+        X = add_bias_column(X)
+    return np.asarray(X), np.asarray(y)
+
+
+# ------------------------------------------------------------------------------------------ init
+def init_network(exp: Experiment, key: jax.Array, scale: float, X: jax.Array,
+                 y: jax.Array) -> Network:
+    """The initial network of one run (scale passed separately so it may vary within a batch)."""
+    spec, p, d = exp.init, exp.model.width, X.shape[-1]
+    if spec.scheme == "dpb":
+        return inits.dpb(key, p, d, spec.first_layer)
+    if spec.scheme == "balanced":
+        return inits.balanced(key, p, d, scale, spec.width_scaling, spec.radial)
+    if spec.scheme == "gaussian":
+        return inits.gaussian(key, p, d, scale, spec.width_scaling)
+    if spec.scheme == "dominated":
+        return inits.dominated(key, p, d, scale, spec.width_scaling)
+    if spec.scheme == "group":
+        return inits.group(key, X, y, p, scale, spec.direction)
+    if spec.scheme == "pytorch":
+        return inits.pytorch(key, p, d)
+    raise ConfigError(f"init.scheme: unknown {spec.scheme!r}")
+
+
+def run_key(ref: RunRef) -> jax.Array:
+    return jax.random.fold_in(jax.random.PRNGKey(ref.experiment.seed), ref.index)
+
+
+def _check_group_labels(exp: Experiment, y: np.ndarray, index: int) -> None:
+    k = y.shape[0] // exp.model.width
+    signs = np.sign(y.reshape(exp.model.width, k))
+    mixed = np.flatnonzero(~np.all(signs == signs[:, :1], axis=1) | (signs[:, 0] == 0))
+    if mixed.size:
+        raise ConfigError(
+            f"init.scheme: 'group' needs labels of one sign within each group of {k} consecutive "
+            f"points; run {index}: group(s) {mixed[:5].tolist()} have mixed or zero labels"
+        )
+
+
+# ----------------------------------------------------------------------------------------- batch
+@dataclass
+class BatchInputs:
+    """Everything the engine needs for one batch of shape-compatible runs."""
+
+    refs: list[RunRef]
+    config: EngineConfig
+    net0: Network
+    X: np.ndarray  # (n, d) shared or (R, n, d)
+    y: np.ndarray
+    stop_loss: np.ndarray
+    keys: jax.Array
+    schedule: np.ndarray
+    dtype: str
+
+
+def prepare_batch(refs: Sequence[RunRef]) -> BatchInputs:
+    """Validate that ``refs`` can share a batch, then build data, initial networks and keys."""
+    refs = list(refs)
+    if not refs:
+        raise ValueError("refs: need at least one run")
+    first = refs[0].experiment
+    sig = static_signature(first)
+    for r in refs[1:]:
+        if static_signature(r.experiment) != sig:
+            raise ValueError("refs: runs in one batch must differ only in batchable fields "
+                             f"{BATCHABLE}")
+    data_ids = {(r.experiment.data.model_dump_json(), np.asarray(_data_key(r)).tobytes())
+                for r in refs}
+    shared = len(data_ids) == 1
+    sets = [dataset_of(refs[0])] if shared else [dataset_of(r) for r in refs]
+    for i, (X, y) in enumerate(sets):
+        validate_dataset(X, y, source=f"data (run {refs[i].index})")
+        if first.init.scheme == "group":
+            _check_group_labels(first, y, refs[i].index)
+    X = sets[0][0] if shared else np.stack([s[0] for s in sets])
+    y = sets[0][1] if shared else np.stack([s[1] for s in sets])
+    scales = np.array([getattr(r.experiment.init, "scale", 1.0) for r in refs])
+    keys = jnp.stack([run_key(r) for r in refs])
+    init_keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
+    sgd_keys = jax.vmap(lambda k: jax.random.fold_in(k, 2))(keys)
+    Xj, yj = jnp.asarray(X), jnp.asarray(y)
+    axis = None if shared else 0
+    net0 = jax.jit(jax.vmap(lambda k, s, Xr, yr: init_network(first, k, s, Xr, yr),
+                            in_axes=(0, 0, axis, axis)))(init_keys, jnp.asarray(scales), Xj, yj)
+    dtype = first.train.dtype
+    net0 = jax.tree_util.tree_map(lambda v: v.astype(dtype), net0)
+    stop = np.array([np.inf * -1 if r.experiment.train.stop_loss is None
+                     else r.experiment.train.stop_loss for r in refs])
+    return BatchInputs(refs, engine_config(first), net0, X.astype(dtype), y.astype(dtype), stop,
+                       sgd_keys, schedule_of(first), dtype)
+
+
+def to_dataset(batch: BatchInputs, result: EngineResult) -> xr.Dataset:
+    """Assemble the engine result as an xarray Dataset with dims (run, time, neuron, ...)."""
+    exp = batch.refs[0].experiment
+    R = len(batch.refs)
+    steps = result.steps
+    coords: dict[str, Any] = {
+        "run": np.arange(R),
+        "time": steps * exp.train.lr,
+        "step": ("time", steps),
+        "neuron": np.arange(exp.model.width),
+        "dim": np.arange(batch.X.shape[-1]),
+        "seed": ("run", np.array([r.experiment.seed for r in batch.refs])),
+        "run_index": ("run", np.array([r.index for r in batch.refs])),
+        "init_scale": ("run", np.array([getattr(r.experiment.init, "scale", np.nan)
+                                       for r in batch.refs], dtype=float)),
+        "stop_loss": ("run", batch.stop_loss.astype(float)),
+    }
+    variables: dict[str, Any] = {}
+    for name, values in result.records.items():
+        variables[name] = (("run", "time", *PROBES[name].dims), values)
+    for name, values in result.status.items():
+        variables[name] = ("run", values)
+    variables["a_init"] = (("run", "neuron"), result.initial.a)
+    variables["W_init"] = (("run", "neuron", "dim"), result.initial.W)
+    variables["a_final"] = (("run", "neuron"), result.final.a)
+    variables["W_final"] = (("run", "neuron", "dim"), result.final.W)
+    attrs = {
+        "experiment": exp.name,
+        "lr": exp.train.lr,
+        "kappa": exp.kappa,
+        "time_scale": exp.time_scale,
+        "loss_name": exp.train.loss,
+        "reduction": exp.train.reduction,
+        "dtype": batch.dtype,
+        "time_units": "flow time: step * lr (dtheta/dt = -T grad L)",
+    }
+    ds = xr.Dataset(variables, coords=coords, attrs=attrs)
+    for name in result.records:
+        ds[name].attrs["description"] = PROBES[name].description
+    return ds
+
+
+def simulate_refs(refs: Sequence[RunRef],
+                  progress: Callable[[int, int], None] | None = None) -> xr.Dataset:
+    """Train one batch of shape-compatible runs and return its Dataset."""
+    batch = prepare_batch(refs)
+    result = engine_simulate(batch.config, batch.net0, batch.X, batch.y, batch.schedule,
+                             batch.stop_loss, batch.keys, progress=progress)
+    return to_dataset(batch, result)
+
+
+def simulate(exp: Experiment, runs: Sequence[int] | None = None,
+             progress: Callable[[int, int], None] | None = None) -> xr.Dataset:
+    """Train the runs of ``exp`` (all, or the given run indices) in one batch."""
+    indices = range(exp.runs) if runs is None else runs
+    return simulate_refs([RunRef(exp, int(i)) for i in indices], progress)
+
+
+def data_dataset(exp: Experiment, runs: Sequence[int] | None = None) -> xr.Dataset:
+    """The training data of the runs of ``exp`` as a Dataset (shared: no run dimension)."""
+    refs = [RunRef(exp, int(i)) for i in (range(exp.runs) if runs is None else runs)]
+    if not exp.data.per_run:
+        X, y = dataset_of(refs[0])
+        return xr.Dataset({"X": (("sample", "dim"), X), "y": (("sample",), y)})
+    sets = [dataset_of(r) for r in refs]
+    return xr.Dataset({"X": (("run", "sample", "dim"), np.stack([s[0] for s in sets])),
+                       "y": (("run", "sample"), np.stack([s[1] for s in sets]))})

@@ -1,0 +1,96 @@
+"""Quantities recorded along a trajectory, computed inside the compiled loop (MATH.md §0.3, §1.4).
+
+Each probe maps a :class:`ProbeContext` (one run at one record point) to an array whose trailing
+dimensions are named by ``Probe.dims``; the engine stacks them to (run, time, *dims).
+
+    loss            L(theta)
+    pl_curvature    mu = T ||grad L||^2 / L = -(dL/dt)/L      (local PL curvature, MATH.md §1.4(1));
+                    the gradient is over the trained parameters only
+    balance_drift   max_j |(a_j^2 - ||w_j||^2) - (a_j(0)^2 - ||w_j(0)||^2)|  (0 for gradient flow,
+                    MATH.md §0.3; O(step) for GD)
+    neuron_norm     ||w_j||
+    a               a_j (second-layer weights)
+    active_count    #{i : <w_j, x_i> > 0}
+    dead_neurons    #{j : active_count_j = 0}
+    param_norm_sq   ||theta||^2 = sum_j a_j^2 + ||w_j||^2   (MATH.md §3.5)
+    output          h(x_i)   (optional)
+    W               full hidden weights (optional snapshots; ``record.snapshots``)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import jax.numpy as jnp
+from jax import Array
+
+from shallowflow.network import Network
+
+
+class ProbeContext(NamedTuple):
+    """Everything a probe may read for one run at one record point."""
+
+    net: Network
+    net0: Network
+    loss: Array
+    grad: Network
+    Z: Array  # pre-activations X W^T, (n, p)
+    output: Array  # h(x_i), (n,)
+    time_scale: float
+    train_second_layer: bool
+
+
+def _grad_norm_sq(ctx: ProbeContext) -> Array:
+    g = jnp.sum(ctx.grad.W**2)
+    return g + jnp.sum(ctx.grad.a**2) if ctx.train_second_layer else g
+
+
+def _balance(net: Network) -> Array:
+    return net.a**2 - jnp.sum(net.W**2, axis=1)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A named recorded quantity: its function, trailing dimension names and meaning."""
+
+    name: str
+    dims: tuple[str, ...]
+    description: str
+    fn: Callable[[ProbeContext], Array]
+
+
+_ALL = [
+    Probe("loss", (), "training loss L", lambda c: c.loss),
+    Probe(
+        "pl_curvature", (), "local PL curvature T ||grad L||^2 / L",
+        lambda c: c.time_scale * _grad_norm_sq(c) / c.loss,
+    ),
+    Probe(
+        "balance_drift", (), "max_j |a_j^2 - ||w_j||^2 - (same at t=0)|",
+        lambda c: jnp.max(jnp.abs(_balance(c.net) - _balance(c.net0))),
+    ),
+    Probe("neuron_norm", ("neuron",), "||w_j||", lambda c: jnp.linalg.norm(c.net.W, axis=1)),
+    Probe("a", ("neuron",), "second-layer weight a_j", lambda c: c.net.a),
+    Probe(
+        "active_count", ("neuron",), "#samples with <w_j, x_i> > 0",
+        lambda c: jnp.sum(c.Z > 0, axis=0),
+    ),
+    Probe(
+        "dead_neurons", (), "#neurons active on no sample",
+        lambda c: jnp.sum(jnp.sum(c.Z > 0, axis=0) == 0),
+    ),
+    Probe(
+        "param_norm_sq", (), "||theta||^2 = sum a_j^2 + ||W||_F^2",
+        lambda c: jnp.sum(c.net.a**2) + jnp.sum(c.net.W**2),
+    ),
+    Probe("output", ("sample",), "network output h(x_i)", lambda c: c.output),
+    Probe("W", ("neuron", "dim"), "hidden weights (snapshot)", lambda c: c.net.W),
+]
+
+PROBES: dict[str, Probe] = {p.name: p for p in _ALL}
+DEFAULT_PROBES: tuple[str, ...] = (
+    "loss", "pl_curvature", "balance_drift", "neuron_norm", "a", "active_count", "dead_neurons",
+    "param_norm_sq",
+)

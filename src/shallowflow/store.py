@@ -1,0 +1,153 @@
+"""Run directories, netCDF I/O and provenance. Nothing is ever half-written: a directory or file is
+written under a temporary name beside its destination and renamed into place.
+
+A run directory holds::
+
+    config.toml       the resolved experiment (every default filled in)
+    provenance.json   package, git commit, JAX and platform versions, seeds, command, timestamps
+    results.nc        probes (run, time, ...) and per-run status; coordinates time (flow time) and step
+    params.nc         initial and final parameters (and W snapshots when recorded)
+    data.nc           the training data X, y (the bias column included when configured)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import xarray as xr
+
+PARAM_VARS = ("a_init", "W_init", "a_final", "W_final", "W")
+ENGINE = "h5netcdf"
+
+
+class OutputExistsError(FileExistsError):
+    """The output folder already exists and would be overwritten."""
+
+
+def git_commit() -> str | None:
+    """The commit of the shallowflow source tree, if it is a git checkout."""
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True,
+                             text=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def provenance(seeds: list[int] | None = None, **extra: Any) -> dict[str, Any]:
+    """Versions and platform facts that make a result traceable."""
+    import jax
+    import numpy as np
+
+    from shallowflow import __version__
+
+    return {
+        "shallowflow": __version__,
+        "git_commit": git_commit(),
+        "jax": jax.__version__,
+        "numpy": np.__version__,
+        "xarray": xr.__version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "jax_backend": jax.default_backend(),
+        "devices": [str(d) for d in jax.devices()],
+        "x64": bool(jax.config.jax_enable_x64),
+        "seeds": seeds,
+        "command": sys.argv,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        **extra,
+    }
+
+
+def check_output_dir(out: str | Path, overwrite: bool = False) -> Path:
+    """Refuse an existing output folder (unless ``overwrite``) before any work starts."""
+    out = Path(out)
+    if out.exists() and not overwrite:
+        raise OutputExistsError(
+            f"out: {str(out)!r} already exists; choose a new folder or pass --overwrite")
+    if out.exists() and not out.is_dir():
+        raise OutputExistsError(f"out: {str(out)!r} exists and is not a folder")
+    return out
+
+
+@contextlib.contextmanager
+def atomic_dir(out: str | Path, overwrite: bool = False) -> Iterator[Path]:
+    """Yield a temporary folder that replaces ``out`` only if the block succeeds."""
+    out = check_output_dir(out, overwrite)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if out.exists():
+        trash = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
+        out.rename(trash)
+        tmp.rename(out)
+        shutil.rmtree(trash, ignore_errors=True)
+    else:
+        tmp.rename(out)
+
+
+def write_netcdf(ds: xr.Dataset, path: str | Path) -> None:
+    """Write ``ds`` to ``path`` atomically (temporary file, then rename)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:8]}")
+    try:
+        ds.to_netcdf(tmp, engine=ENGINE)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def read_netcdf(path: str | Path) -> xr.Dataset:
+    """Read a netCDF file fully into memory (the file is closed on return)."""
+    with xr.open_dataset(path, engine=ENGINE) as ds:
+        return ds.load()
+
+
+def write_text(path: str | Path, text: str) -> None:
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:8]}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def write_run(folder: Path, ds: xr.Dataset, data: xr.Dataset, config_toml: str,
+              prov: dict[str, Any]) -> None:
+    """Write the files of a run directory into ``folder`` (usually from :func:`atomic_dir`)."""
+    params = [v for v in PARAM_VARS if v in ds]
+    write_netcdf(ds.drop_vars(params), folder / "results.nc")
+    write_netcdf(ds[params], folder / "params.nc")
+    write_netcdf(data, folder / "data.nc")
+    write_text(folder / "config.toml", config_toml)
+    write_text(folder / "provenance.json", json.dumps(prov, indent=2, default=str) + "\n")
+
+
+def load_run(folder: str | Path) -> xr.Dataset:
+    """Load a run directory as one Dataset: probes, status, parameters and data (X, y)."""
+    folder = Path(folder)
+    if not (folder / "results.nc").is_file():
+        raise FileNotFoundError(f"run: {str(folder)!r} holds no results.nc; is it a run folder?")
+    parts = [read_netcdf(folder / "results.nc")]
+    for name in ("params.nc", "data.nc"):
+        if (folder / name).is_file():
+            parts.append(read_netcdf(folder / name))
+    ds = xr.merge(parts, compat="override", combine_attrs="override")
+    ds.attrs["config"] = (folder / "config.toml").read_text()
+    return ds

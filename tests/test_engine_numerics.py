@@ -1,0 +1,366 @@
+"""The compiled engine (shallowflow.dynamics.simulate) against an independent numpy GD loop,
+batch invariance, gradient-flow consistency, early stop / divergence and SGD (MATH.md §0.3, §1.1,
+§1.4)."""
+
+from __future__ import annotations
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from shallowflow import init
+from shallowflow.dynamics import EngineConfig, record_schedule, simulate
+from shallowflow.losses import Loss
+from shallowflow.network import Network
+from shallowflow.probes import PROBES
+
+# --------------------------------------------------------------------------------------------
+# Independent numpy reference (MATH.md §0.3): h = kappa sigma(X W^T) a, L = c sum_i ell_i,
+# theta <- theta - lr * T * grad L(theta).
+# --------------------------------------------------------------------------------------------
+
+
+def np_loss_grad(a, W, X, y, kappa, leak, name, reduction):
+    c = 1.0 / len(y) if reduction == "mean" else 1.0
+    Z = X @ W.T
+    S = np.where(Z > 0, Z, leak * Z)
+    dS = np.where(Z > 0, 1.0, np.where(Z < 0, leak, 0.0))
+    out = kappa * S @ a
+    if name == "square":
+        ell, dell = 0.5 * (out - y) ** 2, out - y
+    elif name == "mse":
+        ell, dell = (out - y) ** 2, 2.0 * (out - y)
+    elif name == "exponential":
+        ell = np.exp(-y * out)
+        dell = -y * ell
+    else:
+        ell, dell = np.logaddexp(0.0, -y * out), -y / (1.0 + np.exp(y * out))
+    g = c * dell
+    ga = kappa * S.T @ g
+    gW = kappa * a[:, None] * ((dS * g[:, None]).T @ X)
+    return c * np.sum(ell), ga, gW
+
+
+def np_gd(a, W, X, y, steps, *, lr, T=1.0, kappa=1.0, leak=0.0, name="square",
+          reduction="mean", train_a=True):
+    """Losses L(theta_0..theta_steps) and the final parameters of plain GD."""
+    a, W = np.array(a, dtype=np.float64), np.array(W, dtype=np.float64)
+    losses = []
+    for k in range(steps + 1):
+        L, ga, gW = np_loss_grad(a, W, X, y, kappa, leak, name, reduction)
+        losses.append(L)
+        if k == steps:
+            break
+        if train_a:
+            a = a - lr * T * ga
+        W = W - lr * T * gW
+    return np.array(losses), a, W
+
+
+def stack(*nets):
+    return Network(jnp.stack([jnp.asarray(n.a) for n in nets]),
+                   jnp.stack([jnp.asarray(n.W) for n in nets]))
+
+
+def take(net, i):
+    """Run i of a batch, keeping a leading axis of 1."""
+    return Network(net.a[i : i + 1], net.W[i : i + 1])
+
+
+def problem(seed, n=8, d=4, p=5, labels="real"):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = rng.normal(size=n) if labels == "real" else rng.choice([-1.0, 1.0], size=n)
+    net = Network(rng.normal(size=p), rng.normal(size=(p, d)) / np.sqrt(d))
+    return X, y, net
+
+
+def assert_same_run(res_a, i, res_b, j, rtol):
+    """Records and final parameters of run i of res_a equal those of run j of res_b."""
+    assert set(res_a.records) == set(res_b.records)
+    for k in res_a.records:
+        np.testing.assert_allclose(res_a.records[k][i], res_b.records[k][j], rtol=rtol,
+                                   atol=rtol, err_msg=k)
+    np.testing.assert_allclose(res_a.final.a[i], res_b.final.a[j], rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(res_a.final.W[i], res_b.final.W[j], rtol=rtol, atol=rtol)
+    for k in res_a.status:
+        assert res_a.status[k][i] == res_b.status[k][j], k
+
+
+# --------------------------------------------------------------------------------------------
+# 3. GD trajectory == numpy GD loop
+# --------------------------------------------------------------------------------------------
+
+GD_CASES = {
+    # DPB convention: kappa = 1/p, T = p, square loss
+    "square_dpb": dict(name="square", kappa=1 / 5, T=5.0, lr=0.1, train_a=True, labels="real"),
+    "logistic": dict(name="logistic", kappa=1.0, T=1.0, lr=0.2, train_a=True, labels="sign"),
+    "square_fixed_a": dict(name="square", kappa=1.0, T=1.0, lr=0.05, train_a=False,
+                           labels="real"),
+}
+
+
+@pytest.mark.parametrize("case", list(GD_CASES))
+def test_gd_trajectory_matches_numpy(case):
+    c = GD_CASES[case]
+    X, y, net = problem(1, labels=c["labels"])
+    steps = 200
+    cfg = EngineConfig(loss=Loss(c["name"]), kappa=c["kappa"], lr=c["lr"], time_scale=c["T"],
+                       train_second_layer=c["train_a"])
+    res = simulate(cfg, stack(net), X, y, record_schedule(steps, every=1))
+    L_ref, a_ref, W_ref = np_gd(net.a, net.W, X, y, steps, lr=c["lr"], T=c["T"],
+                                kappa=c["kappa"], name=c["name"], train_a=c["train_a"])
+    np.testing.assert_array_equal(res.steps, np.arange(steps + 1))
+    assert res.records["loss"].shape == (1, steps + 1)
+    assert L_ref[-1] < 0.9 * L_ref[0]  # the run actually trains
+    np.testing.assert_allclose(res.records["loss"][0], L_ref, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(res.final.a[0], a_ref, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(res.final.W[0], W_ref, rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(res.initial.a[0], net.a)
+    if not c["train_a"]:
+        np.testing.assert_array_equal(res.final.a[0], net.a)
+    # probes that have a direct numpy meaning at the final point
+    np.testing.assert_allclose(res.records["neuron_norm"][0, -1], np.linalg.norm(W_ref, axis=1),
+                               rtol=1e-10)
+    np.testing.assert_allclose(res.records["param_norm_sq"][0, -1],
+                               np.sum(a_ref**2) + np.sum(W_ref**2), rtol=1e-10)
+    np.testing.assert_array_equal(res.records["active_count"][0, -1],
+                                  np.sum(X @ W_ref.T > 0, axis=0))
+    b0 = net.a**2 - np.sum(net.W**2, axis=1)
+    b = a_ref**2 - np.sum(W_ref**2, axis=1)
+    np.testing.assert_allclose(res.records["balance_drift"][0, -1], np.max(np.abs(b - b0)),
+                               rtol=1e-8, atol=1e-13)
+    L, ga, gW = np_loss_grad(a_ref, W_ref, X, y, c["kappa"], 0.0, c["name"], "mean")
+    gn = np.sum(gW**2) + (np.sum(ga**2) if c["train_a"] else 0.0)
+    np.testing.assert_allclose(res.records["pl_curvature"][0, -1], c["T"] * gn / L, rtol=1e-9)
+
+
+# --------------------------------------------------------------------------------------------
+# 4. batch invariance
+# --------------------------------------------------------------------------------------------
+
+ALL_PROBES = tuple(PROBES)
+R, NB, DB, PB = 32, 10, 4, 6
+
+
+def _batch_nets():
+    keys = jax.random.split(jax.random.PRNGKey(42), R)
+    return jax.vmap(lambda k: init.dpb(k, PB, DB))(keys)
+
+
+@pytest.mark.parametrize("per_run_data", [False, True])
+def test_run_alone_equals_run_in_batch(per_run_data):
+    nets = _batch_nets()
+    assert nets.W.shape == (R, PB, DB)
+    rng = np.random.default_rng(5)
+    if per_run_data:
+        X, y = rng.normal(size=(R, NB, DB)), rng.normal(size=(R, NB))
+        X5, y5 = X[5:6], y[5:6]
+    else:
+        X, y = rng.normal(size=(NB, DB)), rng.normal(size=NB)
+        X5, y5 = X, y
+    probes = ALL_PROBES if not per_run_data else ("loss", "a", "W")
+    cfg = EngineConfig(kappa=1 / PB, time_scale=PB, lr=0.1, probes=probes)
+    sched = record_schedule(60, every=3)
+    res = simulate(cfg, nets, X, y, sched)
+    solo = simulate(cfg, take(nets, 5), X5, y5, sched)
+    assert res.records["loss"].shape == (R, len(sched))
+    assert solo.records["W"].shape == (1, len(sched), PB, DB)
+    assert_same_run(res, 5, solo, 0, rtol=1e-12)
+    # and run 5 is the numpy GD loop on its own data
+    L_ref, _, W_ref = np_gd(nets.a[5], nets.W[5], np.asarray(X5).reshape(NB, DB),
+                            np.asarray(y5).reshape(NB), 60, lr=0.1, T=PB, kappa=1 / PB)
+    np.testing.assert_allclose(res.records["loss"][5], L_ref[sched], rtol=1e-10)
+    np.testing.assert_allclose(res.final.W[5], W_ref, rtol=1e-10, atol=1e-12)
+    # runs are different from each other (the batch is not a copy of one run)
+    assert np.ptp(res.records["loss"][:, -1]) > 1e-3
+
+
+# --------------------------------------------------------------------------------------------
+# 5. gradient-flow consistency
+# --------------------------------------------------------------------------------------------
+
+
+def test_balance_drift_is_first_order_in_the_step():
+    """At fixed flow time t, max_j |Δ(a_j^2 - ||w_j||^2)| = O(lr): halving lr halves it."""
+    X, y, _ = problem(2)
+    net = init.dpb(jax.random.PRNGKey(3), 5, 4)
+    t = 2.0
+    drifts = []
+    for lr in (0.02, 0.01, 0.005):
+        steps = round(t / lr)
+        cfg = EngineConfig(lr=lr, probes=("balance_drift",))
+        res = simulate(cfg, stack(net), X, y, record_schedule(steps))
+        drifts.append(res.records["balance_drift"][0, -1])
+        assert res.records["balance_drift"][0, 0] == 0.0
+        # the probe is its definition evaluated on the final parameters
+        b0 = np.asarray(net.a) ** 2 - np.sum(np.asarray(net.W) ** 2, axis=1)
+        b = res.final.a[0] ** 2 - np.sum(res.final.W[0] ** 2, axis=1)
+        np.testing.assert_allclose(drifts[-1], np.max(np.abs(b - b0)), rtol=1e-8)
+    assert drifts[-1] > 1e-6
+    for coarse, fine in itertools.pairwise(drifts):
+        assert 1.7 < coarse / fine < 2.3, drifts
+
+
+@pytest.mark.parametrize("train_a", [True, False])
+def test_pl_curvature_is_minus_relative_loss_rate(train_a):
+    """mu = T ||grad L||^2 / L equals -(dL/dt)/L estimated from the recorded loss (one step is lr
+    units of flow time; the gradient is over the trained parameters only)."""
+    p = 5
+    X, y, net = problem(4, p=p)
+    t_end, t_mid = 0.2, 0.1
+    errors = []
+    for lr in (2e-3, 1e-3):
+        cfg = EngineConfig(kappa=1 / p, time_scale=p, lr=lr, train_second_layer=train_a,
+                           probes=("loss", "pl_curvature"))
+        steps = round(t_end / lr)
+        res = simulate(cfg, stack(net), X, y, record_schedule(steps, every=1))
+        L, mu = res.records["loss"][0], res.records["pl_curvature"][0]
+        k = round(t_mid / lr)
+        rate = -(L[k + 1] - L[k - 1]) / (2 * lr) / L[k]
+        errors.append(abs(mu[k] - rate) / abs(mu[k]))
+        assert mu[k] > 0
+    assert errors[-1] < 5e-3, errors
+    assert errors[-1] < 0.7 * errors[0], errors
+
+
+# --------------------------------------------------------------------------------------------
+# 6. early stop and divergence (one config, so the solo run compiles once)
+# --------------------------------------------------------------------------------------------
+
+LR6, STEPS6 = 0.05, 120
+CFG6 = EngineConfig(lr=LR6, probes=("loss",))
+SCHED6 = record_schedule(STEPS6, every=1)
+
+
+def test_early_stop():
+    X, y, net = problem(6)
+    _, _, other = problem(7)
+    L_ref, _, _ = np_gd(net.a, net.W, X, y, STEPS6, lr=LR6)
+    assert np.all(np.diff(L_ref) < 0)
+    k_stop = 50
+    threshold = 0.5 * (L_ref[k_stop - 1] + L_ref[k_stop])  # first k with L_k < threshold: 50
+    nets = stack(net, net, other)
+    stop = np.array([10.0 * L_ref[0], threshold, -np.inf])
+    res = simulate(CFG6, nets, X, y, SCHED6, stop_loss=stop)
+
+    # run 0: stop_loss above its starting loss -> stops at step 0, parameters untouched
+    assert bool(res.status["stopped"][0]) and res.status["stop_step"][0] == 0
+    np.testing.assert_array_equal(res.final.a[0], net.a)
+    np.testing.assert_array_equal(res.final.W[0], net.W)
+    np.testing.assert_array_equal(res.records["loss"][0], np.full(STEPS6 + 1, L_ref[0]))
+
+    # run 1: stops at the first step whose loss is below the threshold; frozen afterwards
+    assert bool(res.status["stopped"][1]) and res.status["stop_step"][1] == k_stop
+    L50, a50, W50 = np_gd(net.a, net.W, X, y, k_stop, lr=LR6)
+    np.testing.assert_allclose(res.final.a[1], a50, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(res.final.W[1], W50, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(res.records["loss"][1, : k_stop + 1], L50, rtol=1e-10)
+    np.testing.assert_array_equal(res.records["loss"][1, k_stop:],
+                                  np.full(STEPS6 + 1 - k_stop, res.records["loss"][1, k_stop]))
+
+    # run 2: never stops and equals its solo run
+    assert not res.status["stopped"][2] and res.status["stop_step"][2] == -1
+    assert not res.status["diverged"].any()
+    solo = simulate(CFG6, take(nets, 2), X, y, SCHED6)
+    assert_same_run(res, 2, solo, 0, rtol=1e-12)
+
+
+def test_divergence_is_per_run():
+    X, y, net = problem(0)
+    big = Network(15.0 * net.a, 15.0 * net.W)  # same lr, ~200x the curvature: GD blows up
+    res = simulate(CFG6, stack(net, big), X, y, SCHED6)
+    assert list(res.status["diverged"]) == [False, True]
+    k = int(res.status["diverge_step"][1])
+    assert k >= 1 and res.status["diverge_step"][0] == -1
+    assert not res.status["stopped"].any()
+    assert np.all(np.isfinite(res.final.a)) and np.all(np.isfinite(res.final.W))
+
+    # numpy: the run is finite up to theta_k, and step k produces a non-finite loss or update
+    with np.errstate(over="ignore", invalid="ignore"):
+        L_ref, a_k, W_k = np_gd(big.a, big.W, X, y, k, lr=LR6)
+        L_k, ga, gW = np_loss_grad(a_k, W_k, X, y, 1.0, 0.0, "square", "mean")
+        nxt = np.concatenate([a_k - LR6 * ga, (W_k - LR6 * gW).ravel()])
+    assert np.all(np.isfinite(L_ref[:-1]))
+    assert not (np.isfinite(L_k) and np.all(np.isfinite(nxt)))
+    # the diverged run keeps its last finite parameters theta_k
+    np.testing.assert_allclose(res.final.a[1], a_k, rtol=1e-6)
+    np.testing.assert_allclose(res.final.W[1], W_k, rtol=1e-6)
+    np.testing.assert_allclose(res.records["loss"][1, :k], L_ref[:k], rtol=1e-6)
+
+    # the healthy run is unaffected by its diverging neighbour
+    solo = simulate(CFG6, stack(net), X, y, SCHED6)
+    assert_same_run(res, 0, solo, 0, rtol=1e-12)
+    L_ok, _, W_ok = np_gd(net.a, net.W, X, y, STEPS6, lr=LR6)
+    np.testing.assert_allclose(res.records["loss"][0], L_ok, rtol=1e-10)
+    np.testing.assert_allclose(res.final.W[0], W_ok, rtol=1e-10, atol=1e-13)
+
+
+# --------------------------------------------------------------------------------------------
+# 7. SGD (all runs: 2 networks, same schedule, so compilations are shared)
+# --------------------------------------------------------------------------------------------
+
+NS, LR7, SCHED7 = 8, 0.1, record_schedule(40, every=1)
+SGD_PROBES = ("loss", "a", "W")
+
+
+def _sgd(nets, X, y, keys, batch_size=3, reduction="mean"):
+    cfg = EngineConfig(lr=LR7, batch_size=batch_size, loss=Loss("square", reduction),
+                       probes=SGD_PROBES)
+    return simulate(cfg, nets, X, y, SCHED7, keys=keys)
+
+
+def test_sgd_full_batch_equals_gd():
+    X, y, net = problem(8, n=NS)
+    nets = stack(net, Network(-net.a, net.W))
+    keys = jax.random.split(jax.random.PRNGKey(9), 2)
+    gd = simulate(EngineConfig(lr=LR7, probes=SGD_PROBES), nets, X, y, SCHED7)
+    sgd = _sgd(nets, X, y, keys, batch_size=NS)
+    for r in range(2):
+        assert_same_run(gd, r, sgd, r, rtol=1e-10)
+
+
+def test_sgd_minibatch_is_deterministic_given_key():
+    X, y, net = problem(10, n=NS)
+    nets = stack(net, net)
+    k0, k1 = jax.random.PRNGKey(0), jax.random.PRNGKey(1)
+    first = _sgd(nets, X, y, jnp.stack([k0, k1]))
+    again = _sgd(nets, X, y, jnp.stack([k0, k1]))
+    for r in range(2):
+        assert_same_run(first, r, again, r, rtol=0.0)
+    # same initial network, different keys: different trajectories
+    assert np.max(np.abs(first.records["loss"][0] - first.records["loss"][1])) > 1e-6
+    assert np.max(np.abs(first.final.W[0] - first.final.W[1])) > 1e-6
+    # a run's trajectory depends on its own key, not on its position in the batch
+    swapped = _sgd(nets, X, y, jnp.stack([k1, k0]))
+    assert_same_run(first, 0, swapped, 1, rtol=1e-12)
+    assert_same_run(first, 1, swapped, 0, rtol=1e-12)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_sgd_step_is_an_unbiased_minibatch_gradient(reduction):
+    """Every SGD step moves along -lr * g_S for exactly one B-subset S (without replacement),
+    with the unbiased weighting: (1/B) sum_S ell' (mean) or (n/B) sum_S ell' (sum)."""
+    B = 3
+    X, y, net = problem(12, n=NS)
+    res = _sgd(stack(net, net), X, y, jax.random.split(jax.random.PRNGKey(3), 2), B, reduction)
+    a_rec, W_rec = res.records["a"][0], res.records["W"][0]
+    np.testing.assert_array_equal(a_rec[0], net.a)
+    subsets = [list(S) for S in itertools.combinations(range(NS), B)]
+    for k in (0, 1, 17):
+        a_k, W_k = a_rec[k], W_rec[k]
+        da, dW = (a_k - a_rec[k + 1]) / LR7, (W_k - W_rec[k + 1]) / LR7
+        matches = []
+        for S in subsets:
+            _, ga, gW = np_loss_grad(a_k, W_k, X[S], y[S], 1.0, 0.0, "square", reduction)
+            if reduction == "sum":
+                ga, gW = ga * NS / B, gW * NS / B
+            if np.allclose(ga, da, rtol=1e-8, atol=1e-11) and np.allclose(gW, dW, rtol=1e-8,
+                                                                           atol=1e-11):
+                matches.append(S)
+        assert len(matches) == 1, (k, matches)
+        _, ga_full, _ = np_loss_grad(a_k, W_k, X, y, 1.0, 0.0, "square", reduction)
+        assert not np.allclose(da, ga_full)  # a true minibatch, not the full gradient

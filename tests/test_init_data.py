@@ -1,0 +1,294 @@
+"""Initialisation schemes (MATH.md §1.2, §2.2, §3.1, §3.7) and data generators (§1.3, §2.4, §2.5,
+§4.3): distributional and geometric properties checked directly on the arrays."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+from scipy import stats
+
+from shallowflow import init
+from shallowflow.data import (
+    orthogonal,
+    orthonormal,
+    orthonormal_rows,
+    signed_uniform,
+    sphere,
+    stewart,
+    teacher,
+    three_point,
+    two_point,
+)
+
+KEY = jax.random.PRNGKey(2024)
+BIG_P = 20000  # neurons for distributional checks
+
+
+def arrays(net):
+    return np.asarray(net.a), np.asarray(net.W)
+
+
+# --------------------------------------------------------------------------------------------
+# initialisation schemes
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("first_layer", ["gaussian", "uniform"])
+def test_dpb_gap_is_exponential(first_layer):
+    """|a_j| - ||w_j|| ~ Exp(1) >= 0 (Assumption 1) and sign(a_j) Rademacher."""
+    d = 5
+    a, W = arrays(init.dpb(KEY, BIG_P, d, first_layer=first_layer))
+    assert a.shape == (BIG_P,) and W.shape == (BIG_P, d) and a.dtype == np.float64
+    gap = np.abs(a) - np.linalg.norm(W, axis=1)
+    assert np.all(gap >= 0.0)
+    assert abs(gap.mean() - 1.0) < 0.04  # std of the mean: 1/sqrt(20000) = 0.007
+    assert abs(gap.var() - 1.0) < 0.1
+    assert stats.kstest(gap, "expon").pvalue > 1e-3
+    assert abs(np.mean(a > 0) - 0.5) < 0.02
+    if first_layer == "gaussian":  # w ~ N(0, I/d)
+        assert abs(W.var() * d - 1.0) < 0.03
+        assert abs(W.mean()) < 0.01
+        assert stats.kstest(W.ravel() * np.sqrt(d), "norm").pvalue > 1e-3
+    else:  # entries U(-1/sqrt d, 1/sqrt d): variance 1/(3d)
+        bound = 1.0 / np.sqrt(d)
+        assert np.all(np.abs(W) <= bound)
+        assert np.max(np.abs(W)) > 0.99 * bound
+        assert abs(W.var() * 3 * d - 1.0) < 0.03
+
+
+def test_dpb_rejects_unknown_first_layer():
+    with pytest.raises(ValueError):
+        init.dpb(KEY, 3, 2, first_layer="laplace")
+
+
+@pytest.mark.parametrize("width_scaling", [False, True])
+def test_balanced_fixed(width_scaling):
+    p, d, scale = 400, 6, 0.3
+    a, W = arrays(init.balanced(KEY, p, d, scale, width_scaling=width_scaling))
+    s = scale / np.sqrt(p) if width_scaling else scale
+    np.testing.assert_allclose(np.linalg.norm(W, axis=1), s, rtol=1e-13)
+    np.testing.assert_allclose(np.abs(a), s, rtol=1e-13)
+    assert set(np.sign(a)) == {-1.0, 1.0}
+    # directions uniform on the sphere: E u = 0, E u u^T = I/d
+    U = W / s
+    assert np.max(np.abs(U.mean(axis=0))) < 4 / np.sqrt(p * d)
+    np.testing.assert_allclose(U.T @ U / p, np.eye(d) / d, atol=0.05)
+
+
+def test_balanced_gaussian():
+    p, d, scale = 5000, 4, 0.2
+    a, W = arrays(init.balanced(KEY, p, d, scale, radial="gaussian"))
+    np.testing.assert_allclose(np.abs(a), np.linalg.norm(W, axis=1), rtol=1e-13)
+    assert abs(W.var() / scale**2 - 1.0) < 0.05
+    a2, W2 = arrays(init.balanced(KEY, 100, d, scale, width_scaling=True, radial="gaussian"))
+    np.testing.assert_allclose(np.abs(a2), np.linalg.norm(W2, axis=1), rtol=1e-13)
+    with pytest.raises(ValueError):
+        init.balanced(KEY, 3, 2, 1.0, radial="cauchy")
+
+
+@pytest.mark.parametrize("width_scaling", [False, True])
+def test_gaussian_unbalanced(width_scaling):
+    p, d, scale = 4000, 5, 0.5
+    a, W = arrays(init.gaussian(KEY, p, d, scale, width_scaling=width_scaling))
+    s = scale / np.sqrt(p) if width_scaling else scale
+    assert abs(a.var() / s**2 - 1.0) < 0.08
+    assert abs(W.var() / s**2 - 1.0) < 0.05
+    # a and W independent: |a_j| - ||w_j|| takes both signs, correlation ~ 0
+    gap = np.abs(a) - np.linalg.norm(W, axis=1)
+    assert np.any(gap > 0) and np.any(gap < 0)
+    assert abs(np.corrcoef(a, W[:, 0])[0, 1]) < 0.06
+
+
+@pytest.mark.parametrize("width_scaling", [False, True])
+def test_dominated(width_scaling):
+    p, d, scale = 500, 7, 0.4
+    a, W = arrays(init.dominated(KEY, p, d, scale, width_scaling=width_scaling))
+    s = scale / np.sqrt(p) if width_scaling else scale
+    assert np.all(np.abs(W) <= s)
+    np.testing.assert_allclose(np.abs(a), s * np.sqrt(d), rtol=1e-13)
+    assert np.all(np.abs(a) >= np.linalg.norm(W, axis=1))
+    assert set(np.sign(a)) == {-1.0, 1.0}
+
+
+def test_pytorch_bounds():
+    p, d = 3000, 9
+    a, W = arrays(init.pytorch(KEY, p, d))
+    ba, bw = 1 / np.sqrt(p), 1 / np.sqrt(d)
+    assert np.all(np.abs(a) <= ba) and np.all(np.abs(W) <= bw)
+    assert np.max(np.abs(a)) > 0.99 * ba and np.max(np.abs(W)) > 0.99 * bw
+    assert abs(a.var() / (ba**2 / 3) - 1.0) < 0.1
+    assert abs(W.var() / (bw**2 / 3) - 1.0) < 0.05
+
+
+def _group_labels(key, n, p):
+    """Positive magnitudes with one sign per group of n/p consecutive points (+, -, +, ...)."""
+    k = n // p
+    mag = np.asarray(signed_uniform(key, n)) * 0 + np.abs(np.asarray(signed_uniform(key, n)))
+    signs = np.repeat(np.where(np.arange(p) % 2 == 0, 1.0, -1.0), k)
+    return mag * signs, signs
+
+
+@pytest.mark.parametrize("direction", ["random", "aligned"])
+def test_group_init_canonical(direction):
+    n, d, p, scale = 12, 16, 4, 0.7
+    k = n // p
+    X, _ = orthogonal(jax.random.PRNGKey(1), n, d, basis="canonical")
+    X = np.asarray(X)
+    y, signs = _group_labels(jax.random.PRNGKey(2), n, p)
+    a, W = arrays(init.group(jax.random.PRNGKey(3), X, y, p, scale=scale, direction=direction))
+    Z = X @ W.T  # (n, p)
+    own = np.repeat(np.arange(p), k)
+    for j in range(p):
+        assert np.all(Z[own == j, j] > 0)
+        assert np.all(Z[own != j, j] == 0.0)  # exactly inactive elsewhere
+    np.testing.assert_allclose(np.linalg.norm(W, axis=1), scale, rtol=1e-13)
+    np.testing.assert_allclose(a, signs[::k] * scale, rtol=1e-13)
+    if direction == "aligned":
+        # <w_j, x_i> = c_j |y_i| on the group (u_ij = |y_i|)
+        for j in range(p):
+            ratio = Z[own == j, j] / np.abs(y[own == j])
+            np.testing.assert_allclose(ratio, ratio[0], rtol=1e-12)
+
+
+def test_group_init_aligned_is_parallel_to_group_label_vector():
+    """Orthonormal inputs (random basis): w_j is parallel to D_j = sum_{i in group} y_i x_i with
+    a_j w_j pointing along D_j (MATH.md §1.2, §1.5 with c_0 = 1)."""
+    n, d, p, scale = 12, 20, 3, 1.3
+    k = n // p
+    X, _ = orthonormal(jax.random.PRNGKey(4), n, d, basis="random")
+    X = np.asarray(X)
+    y, _ = _group_labels(jax.random.PRNGKey(5), n, p)
+    a, W = arrays(init.group(jax.random.PRNGKey(6), X, y, p, scale=scale, direction="aligned"))
+    Z = X @ W.T
+    own = np.repeat(np.arange(p), k)
+    for j in range(p):
+        D = (y[own == j, None] * X[own == j]).sum(axis=0)
+        cos = W[j] @ D / (np.linalg.norm(W[j]) * np.linalg.norm(D))
+        assert abs(abs(cos) - 1.0) < 1e-12
+        assert a[j] * (W[j] @ D) > 0
+        assert np.all(Z[own == j, j] > 0)
+        assert np.max(np.abs(Z[own != j, j])) < 1e-12 * scale  # zero up to rounding
+    np.testing.assert_allclose(np.linalg.norm(W, axis=1), scale, rtol=1e-13)
+    np.testing.assert_allclose(np.abs(a), scale, rtol=1e-13)
+
+
+# --------------------------------------------------------------------------------------------
+# data generators
+# --------------------------------------------------------------------------------------------
+
+
+def test_signed_uniform():
+    y = np.asarray(signed_uniform(KEY, 4000, 0.5, 3.0))
+    assert np.all((np.abs(y) >= 0.5) & (np.abs(y) <= 3.0))
+    assert abs(np.mean(y > 0) - 0.5) < 0.04
+    assert abs(np.mean(np.abs(y)) - 1.75) < 0.05
+
+
+def test_sphere():
+    n, d = 3000, 6
+    X, y = sphere(KEY, n, d)
+    X, y = np.asarray(X), np.asarray(y)
+    assert X.shape == (n, d) and y.shape == (n,) and X.dtype == np.float64
+    r = np.linalg.norm(X, axis=1)
+    assert np.all((r >= 1.0) & (r <= 2.0)) and abs(r.mean() - 1.5) < 0.03
+    assert np.all((np.abs(y) >= 1.0) & (np.abs(y) <= 2.0))
+    assert np.any(y > 0) and np.any(y < 0)
+    U = X / r[:, None]  # directions uniform: E u = 0, E u u^T = I/d
+    assert np.max(np.abs(U.mean(axis=0))) < 0.05
+    np.testing.assert_allclose(U.T @ U / n, np.eye(d) / d, atol=0.02)
+
+
+@pytest.mark.parametrize("basis", ["canonical", "random"])
+def test_orthogonal_gram_is_diagonal(basis):
+    n, d = 10, 15
+    X, y = orthogonal(KEY, n, d, basis=basis)
+    X, y = np.asarray(X), np.asarray(y)
+    G = X @ X.T
+    off = G - np.diag(np.diag(G))
+    assert np.max(np.abs(off)) < 1e-12
+    assert np.all((np.diag(G) >= 1.0 - 1e-12) & (np.diag(G) <= 4.0 + 1e-12))
+    assert np.all((np.abs(y) >= 1.0) & (np.abs(y) <= 2.0))
+    if basis == "canonical":
+        np.testing.assert_array_equal(X != 0, np.eye(n, d, dtype=bool))
+    else:
+        assert np.sum(X != 0) > n * d // 2
+
+
+@pytest.mark.parametrize("basis", ["canonical", "random"])
+def test_orthonormal_rows(basis):
+    n, d = 7, 9
+    Q = np.asarray(orthonormal_rows(KEY, n, d, basis))
+    np.testing.assert_allclose(Q @ Q.T, np.eye(n), atol=1e-12)
+    X, y = orthonormal(KEY, n, d, basis=basis)
+    np.testing.assert_allclose(np.asarray(X) @ np.asarray(X).T, np.eye(n), atol=1e-12)
+    assert np.all(np.asarray(y) >= 0)
+    _, y2 = orthonormal(KEY, 200, 200, labels="normal")
+    assert np.any(np.asarray(y2) < 0)
+    np.testing.assert_allclose(np.abs(np.asarray(y2)),
+                               np.asarray(orthonormal(KEY, 200, 200)[1]), rtol=0)
+
+
+def test_orthonormal_rows_needs_n_le_d():
+    with pytest.raises(ValueError):
+        orthonormal_rows(KEY, 5, 4, "canonical")
+    with pytest.raises(ValueError):
+        orthonormal_rows(KEY, 5, 4, "random")
+    with pytest.raises(ValueError):
+        orthonormal_rows(KEY, 2, 4, "hadamard")
+    Q = np.asarray(orthonormal_rows(KEY, 4, 4, "random"))  # n == d is fine
+    np.testing.assert_allclose(Q @ Q.T, np.eye(4), atol=1e-12)
+
+
+def test_three_point_values():
+    X, y = three_point()
+    np.testing.assert_array_equal(np.asarray(X), [[-0.75], [-0.5], [0.125]])
+    np.testing.assert_array_equal(np.asarray(y), [1.1, 0.1, 0.8])
+
+
+def test_stewart_is_the_piecewise_linear_teacher():
+    knots = [-1.0, -0.7, -0.55, -0.4, 0.0, 0.5, 0.6, 0.7, 1.0]  # MATH.md §2.5
+    values = [0.0, 0.7, 0.5, 1.0, 0.0, 1.0, 0.6, 0.7, 0.0]
+    X, y = stewart(KEY, 40)
+    X, y = np.asarray(X), np.asarray(y)
+    assert X.shape == (40, 1) and y.shape == (40,)
+    assert np.all((X >= -1.0) & (X <= 1.0))
+    np.testing.assert_allclose(y, np.interp(X[:, 0], knots, values), rtol=1e-14, atol=1e-15)
+    X2, _ = stewart(jax.random.PRNGKey(7), 40)
+    assert not np.array_equal(X, np.asarray(X2))
+
+
+@pytest.mark.parametrize("angle", [0.1, 0.001, np.pi / 2])
+def test_two_point_geometry(angle):
+    X, y = two_point(angle)
+    X, y = np.asarray(X), np.asarray(y)
+    np.testing.assert_allclose(np.linalg.norm(X, axis=1), 1.0, rtol=1e-15)
+    np.testing.assert_allclose(X[0], [1.0, 0.0])
+    np.testing.assert_allclose(X[0] @ X[1], np.sin(angle), rtol=1e-14)
+    np.testing.assert_array_equal(y, [1.0, 1.0])
+
+
+@pytest.mark.parametrize("inputs", ["gaussian", "sphere"])
+def test_teacher(inputs):
+    n, d, width = 50, 4, 3
+    X, y = teacher(KEY, n, d, width=width, inputs=inputs)
+    X, y = np.asarray(X), np.asarray(y)
+    assert X.shape == (n, d) and y.shape == (n,)
+    assert np.all(np.isfinite(X)) and np.all(np.isfinite(y))
+    X2, y2 = teacher(KEY, n, d, width=width, inputs=inputs)
+    np.testing.assert_array_equal(X, np.asarray(X2))
+    np.testing.assert_array_equal(y, np.asarray(y2))
+    _, y3 = teacher(jax.random.PRNGKey(1), n, d, width=width, inputs=inputs)
+    assert not np.allclose(y, np.asarray(y3))
+    if inputs == "sphere":
+        np.testing.assert_allclose(np.linalg.norm(X, axis=1), 1.0, rtol=1e-14)
+        assert np.all(np.abs(y) <= width)  # |b_k| = 1, |<v_k, x>| <= 1
+    # label noise is additive and linear in its level, inputs unchanged
+    Xa, ya = teacher(KEY, n, d, width=width, inputs=inputs, noise=0.1)
+    _, yb = teacher(KEY, n, d, width=width, inputs=inputs, noise=0.3)
+    np.testing.assert_array_equal(np.asarray(Xa), X)
+    np.testing.assert_allclose((np.asarray(yb) - y) / 0.3, (np.asarray(ya) - y) / 0.1,
+                               rtol=1e-10, atol=1e-12)
+    assert np.std((np.asarray(ya) - y) / 0.1) > 0.5
+    with pytest.raises(ValueError):
+        teacher(KEY, n, d, inputs="cube")
