@@ -32,9 +32,8 @@ from jax import lax
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import shallowflow  # noqa: F401  (enables float64)
+from _common import best_time
 from shallowflow.dynamics import EngineConfig
-
-from _common import best_time  # noqa: E402
 
 
 @partial(jax.jit, static_argnums=(0, 1, 2))

@@ -63,7 +63,7 @@ def test_nan_data_is_refused(tmp_path):
     X = np.ones((5, 3))
     X[2, 1] = np.nan
     np.savez(tmp_path / "bad.npz", X=X, y=np.ones(5))
-    with pytest.raises(DataError, match="non-finite.*index \\[2, 1\\]"):
+    with pytest.raises(DataError, match=r"non-finite.*index \[2, 1\]"):
         load_file(tmp_path / "bad.npz")
     with pytest.raises(ConfigError, match="non-finite"):
         experiment_from_mapping(base(data={"kind": "file", "path": str(tmp_path / "bad.npz")}))
@@ -91,7 +91,7 @@ def test_set_override_is_validated(tmp_path):
     cfg.write_text('[data]\nkind = "sphere"\nn = 10\nd = 3\n[model]\nwidth = 2\n'
                    '[init]\nscheme = "dpb"\n[train]\nlr = 0.1\nsteps = 3\n')
     assert load_experiment(cfg, ["model.width=7"]).model.width == 7
-    with pytest.raises(ConfigError, match="model.width"):
+    with pytest.raises(ConfigError, match=r"model\.width"):
         load_experiment(cfg, ["model.width=-1"])
 
 

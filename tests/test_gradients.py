@@ -188,6 +188,33 @@ def test_sample_weights_equal_repeated_samples(reduction):
     np.testing.assert_allclose(np.asarray(g1.W), gW_ref, rtol=1e-10, atol=1e-13)
 
 
+@pytest.mark.parametrize(("name", "reduction"), list(itertools.product(LOSSES, ("mean", "sum"))))
+def test_loss_value_and_output_derivative(name, reduction):
+    """Loss.value / Loss.derivative on a batch of output vectors (R, n) against numpy, and the
+    derivative against finite differences of the value."""
+    rng = np.random.default_rng(21)
+    out = rng.normal(size=(3, N))
+    y = rng.choice([-1.0, 1.0], size=(3, N)) if name in ("exponential", "logistic") else \
+        rng.normal(size=(3, N))
+    loss = Loss(name, reduction)
+    c = 1.0 / N if reduction == "mean" else 1.0
+    value = np.asarray(loss.value(jnp.asarray(out), jnp.asarray(y)))
+    np.testing.assert_allclose(value, c * np.sum(np_ell(name, out, y), axis=-1), rtol=1e-13)
+    der = np.asarray(loss.derivative(jnp.asarray(out), jnp.asarray(y)))
+    np.testing.assert_allclose(der, c * np_dell(name, out, y), rtol=1e-13, atol=1e-16)
+    fd = central_fd(lambda o: c * np.sum(np_ell(name, o, y[0])), out[0])
+    np.testing.assert_allclose(der[0], fd, rtol=1e-6, atol=1e-10)
+
+
+def test_loss_rejects_unknown_names():
+    with pytest.raises(ValueError):
+        Loss("hinge")
+    with pytest.raises(ValueError):
+        Loss("square", "median")
+    with pytest.raises(ValueError):
+        Activation(leak=1.0)
+
+
 # --------------------------------------------------------------------------------------------
 # sigma'(0) = 0
 # --------------------------------------------------------------------------------------------

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import tomllib
 
 import numpy as np
 from typer.testing import CliRunner
 
 from shallowflow.cli import app
-from shallowflow.config import experiment_from_mapping
+from shallowflow.config import experiment_from_mapping, tomllib
 from shallowflow.runner import run_experiment
 from shallowflow.store import load_run
 

@@ -12,7 +12,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -146,8 +146,8 @@ class FileData(_DataBase):
 
 
 DataSpec = Annotated[
-    Union[SphereData, OrthogonalData, OrthonormalData, ThreePointData, StewartData, TwoPointData,
-          TeacherData, FileData],
+    SphereData | OrthogonalData | OrthonormalData | ThreePointData | StewartData | TwoPointData
+    | TeacherData | FileData,
     Field(discriminator="kind"),
 ]
 
@@ -219,7 +219,7 @@ class PytorchInit(_Strict):
 
 
 InitSpec = Annotated[
-    Union[DpbInit, BalancedInit, GaussianInit, DominatedInit, GroupInit, PytorchInit],
+    DpbInit | BalancedInit | GaussianInit | DominatedInit | GroupInit | PytorchInit,
     Field(discriminator="scheme"),
 ]
 

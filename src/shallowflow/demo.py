@@ -17,14 +17,14 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import xarray as xr  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import xarray as xr
 
-from shallowflow.config import Experiment, experiment_from_mapping  # noqa: E402
-from shallowflow.experiment import data_dataset, simulate  # noqa: E402
-from shallowflow.progress import step_progress  # noqa: E402
-from shallowflow.store import atomic_dir, check_output_dir, provenance, write_netcdf  # noqa: E402
+from shallowflow.config import Experiment, experiment_from_mapping
+from shallowflow.experiment import data_dataset, simulate
+from shallowflow.progress import step_progress
+from shallowflow.store import atomic_dir, check_output_dir, provenance, write_netcdf
 
 DEMO_SIZES = (32, 64, 128, 256)
 DEMO_RUNS = 16

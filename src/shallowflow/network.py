@@ -35,7 +35,7 @@ class Network(NamedTuple):
 def add_bias_column(X: Array | np.ndarray) -> Array:
     """x -> (x, 1): a hidden bias as a constant input coordinate (MATH.md §0.2)."""
     X = jnp.asarray(X)
-    return jnp.concatenate([X, jnp.ones(X.shape[:-1] + (1,), dtype=X.dtype)], axis=-1)
+    return jnp.concatenate([X, jnp.ones((*X.shape[:-1], 1), dtype=X.dtype)], axis=-1)
 
 
 def forward(net: Network, X: Array, kappa: float, activation: Activation) -> Array:

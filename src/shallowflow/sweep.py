@@ -102,7 +102,7 @@ def sweep_from_mapping(mapping: dict[str, Any], root: Path | None = None,
     points = []
     keys = list(grid)
     for pid, combo in enumerate(itertools.product(*(grid[k] for k in keys))):
-        values = dict(zip(keys, combo))
+        values = dict(zip(keys, combo, strict=True))
         m = base
         for k, v in values.items():
             m = _set_path(m, k, v)

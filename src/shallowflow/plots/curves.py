@@ -7,9 +7,9 @@ from collections.abc import Sequence
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import xarray as xr  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import xarray as xr
 
 LOG_SCALE = {"loss", "pl_curvature", "balance_drift", "neuron_norm", "param_norm_sq"}
 
@@ -30,7 +30,7 @@ def plot_probes(ds: xr.Dataset, names: Sequence[str] = ("loss", "pl_curvature"),
     fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 3.4), squeeze=False)
     t = ds["time"].values
     positive_t = t > 0
-    for ax, name in zip(axes[0], names):
+    for ax, name in zip(axes[0], names, strict=True):
         da = _per_run(ds[name])
         values = np.asarray(da.values, dtype=float)
         for row in values[:max_lines]:
