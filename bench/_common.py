@@ -44,6 +44,52 @@ def load_average() -> tuple[float, float, float] | None:
         return None
 
 
+def _busy_cpu_seconds() -> float | None:
+    """CPU seconds all processes have spent busy since boot (Linux /proc/stat), else None."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    ticks = [int(v) for v in fields[1:]]
+    busy = sum(ticks[:8]) - ticks[3] - ticks[4]  # user nice system [idle iowait] irq softirq steal
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
+class ForeignLoad:
+    """Context manager measuring how busy *other* processes kept the CPUs meanwhile:
+    (busy CPU seconds of the whole machine - this process's CPU seconds) / wall seconds, i.e.
+    roughly how many cores were taken from the benchmark (0 on an idle machine). None off Linux.
+    """
+
+    def __enter__(self) -> ForeignLoad:
+        self.value: float | None = None
+        self._busy0, self._own0 = _busy_cpu_seconds(), _own_cpu_seconds()
+        self._t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        busy1, own1 = _busy_cpu_seconds(), _own_cpu_seconds()
+        wall = time.perf_counter() - self._t0
+        if self._busy0 is not None and busy1 is not None and wall > 0:
+            self.value = max(0.0, ((busy1 - self._busy0) - (own1 - self._own0)) / wall)
+
+
+def foreign_load_line(value: float | None) -> str:
+    """A sentence for the result tables about :class:`ForeignLoad`'s ``value``."""
+    if value is None:
+        return "CPU time used by other processes meanwhile: not measured (not Linux)."
+    return (f"CPU time used by other processes meanwhile: {value:.2f} cores on average "
+            "(0 = the benchmark had the machine to itself).")
+
+
+def _own_cpu_seconds() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def machine_info() -> dict[str, Any]:
     """Machine and library versions, for the result files."""
     import jax
@@ -111,8 +157,9 @@ def matmul_roofline(
 
 
 def write_json(name: str, payload: dict[str, Any]) -> Path:
-    """Write ``payload`` to bench/results/<name>.json (created if needed) and return the path."""
-    out_dir = BENCH_DIR / "results"
+    """Write ``payload`` to bench/out/<name>.json (created if needed; git-ignored) and return the
+    path."""
+    out_dir = BENCH_DIR / "out"
     out_dir.mkdir(exist_ok=True)
     path = out_dir / f"{name}.json"
     path.write_text(json.dumps(payload, indent=2, default=_jsonable) + "\n")

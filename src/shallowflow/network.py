@@ -1,16 +1,21 @@
-"""The two-layer network as a pytree, its forward pass and its exact gradient (MATH.md §0.3).
+"""The two-layer network, its forward pass and its exact gradient (MATH.md §0.3).
 
     h(x) = kappa * sum_j a_j sigma(<w_j, x>),        kappa in {1, 1/p}
 
-with a of shape (p,) and W of shape (p, d): row j of W is the neuron w_j. Inputs are rows of
-X (n, d) (MATH.md writes X with columns; the formulas are the same). With g_i = dL/dyhat_i:
+A single network is ``Network(a (p,), W (p, d))``: row j of W is the neuron w_j; inputs are rows of
+X (n, d) (MATH.md writes X with columns; the formulas are the same). With the loss
+L = c sum_i w_i ell(h(x_i), y_i) and g_i = dL/dh(x_i) = c w_i ell'(h(x_i), y_i):
 
-    dL/da_j = kappa * sum_i g_i sigma(<w_j, x_i>)
-    dL/dw_j = kappa * a_j * sum_i g_i sigma'(<w_j, x_i>) x_i
+    dL/dw_j = kappa a_j sum_i g_i sigma'(<w_j, x_i>) x_i  =: kappa a_j M_j
+    dL/da_j = kappa sum_i g_i sigma(<w_j, x_i>)  =  kappa <w_j, M_j>
 
-(for the 1/(2n) square loss g_i = -r_i/n, which is MATH.md §0.3's formula). The gradient is written
-out, not autodiffed, so that sigma'(0) = 0 holds exactly and one step costs two matmuls
-(4 n d p flops). A hidden bias is an appended constant input coordinate (``add_bias_column``).
+(the last equality is sigma(z) = sigma'(z) z, exact for ReLU and leaky ReLU, also at z = 0). For
+the 1/(2n) square loss g_i = -r_i/n, which is MATH.md §0.3's formula. The gradient is written out,
+not autodiffed, so that sigma'(0) = 0 holds exactly, and one step costs two matmuls (4 n d p flops).
+
+:func:`batch_loss_and_gradient` is the one implementation, for R runs at once in the engine's
+layout (a (R, p), Wt (d, R, p); see :mod:`shallowflow.inputs`); :func:`loss_and_gradient` is its
+single-network form. A hidden bias is an appended constant input coordinate (:func:`add_bias_column`).
 """
 
 from __future__ import annotations
@@ -22,20 +27,78 @@ import numpy as np
 from jax import Array
 
 from shallowflow.activations import Activation
+from shallowflow.inputs import Inputs, SharedInputs
 from shallowflow.losses import Loss
 
 
 class Network(NamedTuple):
-    """Parameters of one network: output weights ``a`` (p,) and hidden weights ``W`` (p, d)."""
+    """Parameters of one network: output weights ``a`` (p,) and hidden weights ``W`` (p, d).
+    With a leading run axis, a batch of networks: a (R, p), W (R, p, d)."""
 
     a: Array
     W: Array
+
+
+class BatchGradient(NamedTuple):
+    """Loss, gradient and intermediate quantities of R networks in the engine layout."""
+
+    loss: Array  # (R,)
+    grad_a: Array  # (R, p)
+    grad_Wt: Array  # (d, R, p)
+    Z: Array  # pre-activations (n, R, p)
+    active: Array  # Z > 0 (and the persistent mask), (n, R, p)
+    output: Array  # h(x_i), (n, R)
 
 
 def add_bias_column(X: Array | np.ndarray) -> Array:
     """x -> (x, 1): a hidden bias as a constant input coordinate (MATH.md §0.2)."""
     X = jnp.asarray(X)
     return jnp.concatenate([X, jnp.ones((*X.shape[:-1], 1), dtype=X.dtype)], axis=-1)
+
+
+def batch_loss_and_gradient(
+    a: Array,
+    Wt: Array,
+    inputs: Inputs,
+    y: Array,
+    kappa: float,
+    activation: Activation,
+    loss: Loss,
+    weights: Array | float = 1.0,
+    mask: Array | None = None,
+) -> BatchGradient:
+    """L, dL/da, dL/dWt of R networks: a (R, p), Wt (d, R, p), labels in ``inputs.labels`` layout.
+
+    ``weights``: sample weights, a scalar or (n, 1)/(n, R) (minibatch estimators). ``mask``
+    (n, R, p): persistent activity mask; a pair outside it is inactive (ReLU only).
+    """
+    Z = inputs.pre(Wt)
+    active = Z > 0 if mask is None else (Z > 0) & mask
+    if activation.leak == 0.0:
+        S = jnp.where(active, Z, jnp.zeros_like(Z))
+        D = active.astype(Z.dtype)
+    else:
+        S, D = activation(Z), activation.derivative(Z)
+    out = kappa * jnp.sum(S * a[None], axis=-1)
+    yl = inputs.labels(y)
+    w = jnp.broadcast_to(jnp.asarray(weights, Z.dtype), out.shape)
+    c = 1.0 / jnp.sum(w, axis=0) if loss.reduction == "mean" else jnp.ones(out.shape[1], Z.dtype)
+    value = c * jnp.sum(w * loss.pointwise(out, yl), axis=0)
+    g = c * w * loss.pointwise_derivative(out, yl)
+    M = inputs.post(D * g[..., None])
+    grad_Wt = kappa * a[None] * M
+    grad_a = kappa * jnp.sum(Wt * M, axis=0)
+    return BatchGradient(value, grad_a, grad_Wt, Z, active, out)
+
+
+def to_engine_layout(net: Network) -> tuple[Array, Array]:
+    """Batched Network (a (R, p), W (R, p, d)) -> (a, Wt (d, R, p))."""
+    return net.a, jnp.transpose(net.W, (2, 0, 1))
+
+
+def from_engine_layout(a: Array, Wt: Array) -> Network:
+    """(a (R, p), Wt (d, R, p)) -> batched Network (a, W (R, p, d))."""
+    return Network(a, jnp.transpose(Wt, (1, 2, 0)))
 
 
 def forward(net: Network, X: Array, kappa: float, activation: Activation) -> Array:
@@ -52,18 +115,12 @@ def loss_and_gradient(
     loss: Loss,
     weights: Array | None = None,
 ) -> tuple[Array, Network, Array]:
-    """Return (L, grad L, pre-activations Z = X W^T) at ``net``.
+    """Return (L, grad L as a Network, pre-activations Z = X W^T (n, p)) for one network.
 
     ``weights`` (n,) multiply each sample's term (minibatch estimators); None means all ones.
     """
-    Z = X @ net.W.T
-    S = activation(Z)
-    out = kappa * (S @ net.a)
-    w = jnp.ones_like(y) if weights is None else weights
-    c = loss.normaliser(w)
-    value = c * jnp.sum(w * loss.pointwise(out, y))
-    g = c * w * loss.pointwise_derivative(out, y)
-    grad_a = kappa * (S.T @ g)
-    G = activation.derivative(Z) * g[:, None]
-    grad_W = (kappa * net.a)[:, None] * (G.T @ X)
-    return value, Network(grad_a, grad_W), Z
+    X = jnp.asarray(X)
+    w = 1.0 if weights is None else jnp.asarray(weights)[:, None]
+    bg = batch_loss_and_gradient(net.a[None], net.W.T[:, None, :], SharedInputs.of(X),
+                                 jnp.asarray(y), kappa, activation, loss, w)
+    return bg.loss[0], Network(bg.grad_a[0], bg.grad_Wt[:, 0, :].T), bg.Z[:, 0, :]

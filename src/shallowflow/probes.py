@@ -26,34 +26,39 @@ from typing import NamedTuple
 import jax.numpy as jnp
 from jax import Array
 
-from shallowflow.network import Network
+from shallowflow.network import BatchGradient
 
 
 class ProbeContext(NamedTuple):
-    """Everything a probe may read for one run at one record point."""
+    """Everything a probe may read: R runs at one record point, in the engine layout
+    (a (R, p), Wt (d, R, p); see :mod:`shallowflow.network`)."""
 
-    net: Network
-    net0: Network
-    loss: Array
-    grad: Network
-    Z: Array  # pre-activations X W^T, (n, p)
-    output: Array  # h(x_i), (n,)
+    a: Array
+    Wt: Array
+    a0: Array
+    Wt0: Array
+    grad: BatchGradient
     time_scale: float
     train_second_layer: bool
 
 
-def _grad_norm_sq(ctx: ProbeContext) -> Array:
-    g = jnp.sum(ctx.grad.W**2)
-    return g + jnp.sum(ctx.grad.a**2) if ctx.train_second_layer else g
+def _grad_norm_sq(c: ProbeContext) -> Array:
+    g = jnp.sum(c.grad.grad_Wt**2, axis=(0, 2))
+    return g + jnp.sum(c.grad.grad_a**2, axis=1) if c.train_second_layer else g
 
 
-def _balance(net: Network) -> Array:
-    return net.a**2 - jnp.sum(net.W**2, axis=1)
+def _norm_sq(Wt: Array) -> Array:
+    return jnp.sum(Wt**2, axis=0)  # (R, p)
+
+
+def _active_count(c: ProbeContext) -> Array:
+    return jnp.sum(c.grad.active, axis=0)
 
 
 @dataclass(frozen=True)
 class Probe:
-    """A named recorded quantity: its function, trailing dimension names and meaning."""
+    """A named recorded quantity: its function (context -> array with leading run axis), the names
+    of its trailing dimensions and its meaning."""
 
     name: str
     dims: tuple[str, ...]
@@ -62,31 +67,29 @@ class Probe:
 
 
 _ALL = [
-    Probe("loss", (), "training loss L", lambda c: c.loss),
+    Probe("loss", (), "training loss L", lambda c: c.grad.loss),
     Probe(
         "pl_curvature", (), "local PL curvature T ||grad L||^2 / L",
-        lambda c: c.time_scale * _grad_norm_sq(c) / c.loss,
+        lambda c: c.time_scale * _grad_norm_sq(c) / c.grad.loss,
     ),
     Probe(
         "balance_drift", (), "max_j |a_j^2 - ||w_j||^2 - (same at t=0)|",
-        lambda c: jnp.max(jnp.abs(_balance(c.net) - _balance(c.net0))),
+        lambda c: jnp.max(jnp.abs((c.a**2 - _norm_sq(c.Wt)) - (c.a0**2 - _norm_sq(c.Wt0))), axis=1),
     ),
-    Probe("neuron_norm", ("neuron",), "||w_j||", lambda c: jnp.linalg.norm(c.net.W, axis=1)),
-    Probe("a", ("neuron",), "second-layer weight a_j", lambda c: c.net.a),
-    Probe(
-        "active_count", ("neuron",), "#samples with <w_j, x_i> > 0",
-        lambda c: jnp.sum(c.Z > 0, axis=0),
-    ),
+    Probe("neuron_norm", ("neuron",), "||w_j||", lambda c: jnp.sqrt(_norm_sq(c.Wt))),
+    Probe("a", ("neuron",), "second-layer weight a_j", lambda c: c.a),
+    Probe("active_count", ("neuron",), "#samples with <w_j, x_i> > 0", _active_count),
     Probe(
         "dead_neurons", (), "#neurons active on no sample",
-        lambda c: jnp.sum(jnp.sum(c.Z > 0, axis=0) == 0),
+        lambda c: jnp.sum(_active_count(c) == 0, axis=1),
     ),
     Probe(
         "param_norm_sq", (), "||theta||^2 = sum a_j^2 + ||W||_F^2",
-        lambda c: jnp.sum(c.net.a**2) + jnp.sum(c.net.W**2),
+        lambda c: jnp.sum(c.a**2, axis=1) + jnp.sum(_norm_sq(c.Wt), axis=1),
     ),
-    Probe("output", ("sample",), "network output h(x_i)", lambda c: c.output),
-    Probe("W", ("neuron", "dim"), "hidden weights (snapshot)", lambda c: c.net.W),
+    Probe("output", ("sample",), "network output h(x_i)", lambda c: c.grad.output.T),
+    Probe("W", ("neuron", "dim"), "hidden weights (snapshot)",
+          lambda c: jnp.transpose(c.Wt, (1, 2, 0))),
 ]
 
 PROBES: dict[str, Probe] = {p.name: p for p in _ALL}

@@ -4,19 +4,20 @@ One step of run r is
 
     theta <- theta - eta * T * grad L(theta)          (one step = eta units of flow time)
 
-with full-batch gradients (GD) or an unbiased minibatch estimate (SGD, sampling without
-replacement, sample weights n/B). Runs are independent and vmapped; the data is either shared
-(X of shape (n, d): the step is one large matmul over all runs' neurons) or per run (R, n, d).
+with full-batch gradients (GD) or an unbiased minibatch estimate (SGD: B samples drawn without
+replacement per run and step, sample weights n/B). The R runs are advanced together in the
+layout of :mod:`shallowflow.network` (a (R, p), Wt (d, R, p)), so with shared data each step is
+two GEMMs over all R p neurons (:mod:`shallowflow.inputs`).
 
 The time loop is compiled: a ``lax.scan`` over record points, each advancing a ``lax.while_loop``
 of plain steps to the next record step, then evaluating the probes. The host only loops over
-segments of record points (for the progress bar and to stop once every run is frozen).
+segments of record points (for the progress bar, and to stop once every run is frozen).
 
 Per-run status, updated every step:
-- early stop: once L(theta_k) < stop_loss (GD; for SGD, checked with the full loss at record
-  points) the run freezes and ``stop_step`` = k;
-- divergence: if L(theta_k) or the updated parameters are non-finite, the run keeps its last finite
-  parameters, is flagged ``diverged`` with ``diverge_step`` = k, and its batch goes on.
+- early stop: once L(theta_k) < stop_loss (GD; for SGD tested with the full loss at record points)
+  the run freezes and ``stop_step`` = k;
+- divergence: if L(theta_k) or the updated parameters are non-finite, the run keeps its last
+  finite parameters, is flagged ``diverged`` with ``diverge_step`` = k; its batch goes on.
 Frozen runs keep their parameters, so their records after freezing are exact copies.
 """
 
@@ -33,8 +34,14 @@ import numpy as np
 from jax import Array, lax
 
 from shallowflow.activations import RELU, Activation
+from shallowflow.inputs import SMALL, DiagonalInputs, Inputs, PerRunInputs, SharedInputs
 from shallowflow.losses import Loss
-from shallowflow.network import Network, loss_and_gradient
+from shallowflow.network import (
+    Network,
+    batch_loss_and_gradient,
+    from_engine_layout,
+    to_engine_layout,
+)
 from shallowflow.probes import DEFAULT_PROBES, PROBES, ProbeContext
 
 
@@ -67,105 +74,140 @@ class RunStatus(NamedTuple):
 
 
 class EngineState(NamedTuple):
-    net: Network
+    a: Array  # (R, p)
+    Wt: Array  # (d, R, p)
     status: RunStatus
 
 
 @dataclass
 class EngineResult:
-    """Host-side result of :func:`simulate`: final parameters, status and probe records."""
+    """Host-side result of :func:`simulate`: parameters, status and probe records."""
 
-    initial: Network
+    initial: Network  # a (R, p), W (R, p, d)
     final: Network
     status: dict[str, np.ndarray]
     records: dict[str, np.ndarray]  # name -> (run, record, *dims)
     steps: np.ndarray  # (record,)
 
 
-def _where(mask: Array, new: Network, old: Network) -> Network:
-    return jax.tree_util.tree_map(lambda n, o: jnp.where(mask, n, o), new, old)
+def _gradient(cfg: EngineConfig, st: EngineState, inputs: Inputs, y: Array, **kw):
+    return batch_loss_and_gradient(st.a, st.Wt, inputs, y, cfg.kappa, cfg.activation, cfg.loss,
+                                   **kw)
 
 
-def _step(cfg: EngineConfig, state: EngineState, step: Array, X: Array, y: Array,
-          stop_loss: Array, key: Array) -> EngineState:
-    """One GD/SGD step of one run, with early stop and divergence handling."""
-    net = state.net
-    if cfg.batch_size is None:
-        L, grad, _ = loss_and_gradient(net, X, y, cfg.kappa, cfg.activation, cfg.loss)
-        below = L < stop_loss
+def _minibatch(cfg: EngineConfig, inputs: Inputs, y: Array, keys: Array, step: Array):
+    """Per-run minibatches (without replacement) as PerRunInputs, labels and weight n/B."""
+    if isinstance(inputs, DiagonalInputs):
+        raise ValueError("batch_size: SGD is not available with diagonal (reduced) inputs")
+    n, B = inputs.n, cfg.batch_size
+    idx = jax.vmap(lambda k: jax.random.choice(jax.random.fold_in(k, step), n, (B,),
+                                               replace=False))(keys)  # (R, B)
+    if isinstance(inputs, SharedInputs):
+        Xb, yb = inputs.X[idx], y[idx]
     else:
-        n = X.shape[0]
-        idx = jax.random.choice(jax.random.fold_in(key, step), n, (cfg.batch_size,), replace=False)
-        weights = jnp.full((cfg.batch_size,), n / cfg.batch_size, dtype=X.dtype)
-        L, grad, _ = loss_and_gradient(
-            net, X[idx], y[idx], cfg.kappa, cfg.activation, cfg.loss, weights
-        )
-        below = jnp.zeros((), bool)
+        Xb = jnp.take_along_axis(inputs.X, idx[:, :, None], axis=1)
+        yb = jnp.take_along_axis(y, idx, axis=1)
+    return PerRunInputs(Xb), yb, n / B
+
+
+def _step(cfg: EngineConfig, st: EngineState, step: Array, inputs: Inputs, y: Array,
+          stop_loss: Array, keys: Array) -> EngineState:
+    """One GD/SGD step of all runs, with early stop and divergence handling."""
+    if cfg.batch_size is None:
+        bg = _gradient(cfg, st, inputs, y)
+        below = bg.loss < stop_loss
+    else:
+        Xb, yb, weight = _minibatch(cfg, inputs, y, keys, step)
+        bg = _gradient(cfg, st, Xb, yb, weights=weight)
+        below = jnp.zeros_like(bg.loss, dtype=bool)
     rate = cfg.lr * cfg.time_scale
-    new_a = net.a - rate * grad.a if cfg.train_second_layer else net.a
-    new = Network(new_a, net.W - rate * grad.W)
-    finite = jnp.isfinite(L) & jnp.isfinite(jnp.sum(new.a) + jnp.sum(new.W))
-    st = state.status
-    frozen = st.stopped | st.diverged
+    new_a = st.a - rate * bg.grad_a if cfg.train_second_layer else st.a
+    new_Wt = st.Wt - rate * bg.grad_Wt
+    # L catches a blow-up long before the parameters overflow; sum_j grad_a_j = kappa sum <w_j, M_j>
+    # turns NaN if any back-projection M_j is non-finite (0 * inf = NaN), so it guards the update.
+    finite = jnp.isfinite(bg.loss) & jnp.isfinite(jnp.sum(bg.grad_a, axis=1))
+    s = st.status
+    frozen = s.stopped | s.diverged
     stop_now = ~frozen & below
     diverge_now = ~frozen & ~stop_now & ~finite
     move = ~(frozen | stop_now | diverge_now)
     status = RunStatus(
-        st.stopped | stop_now,
-        jnp.where(stop_now, step, st.stop_step),
-        st.diverged | diverge_now,
-        jnp.where(diverge_now, step, st.diverge_step),
+        s.stopped | stop_now, jnp.where(stop_now, step, s.stop_step),
+        s.diverged | diverge_now, jnp.where(diverge_now, step, s.diverge_step),
     )
-    return EngineState(_where(move, new, net), status)
+    return EngineState(
+        jnp.where(move[:, None], new_a, st.a),
+        jnp.where(move[None, :, None], new_Wt, st.Wt),
+        status,
+    )
 
 
-def _measure(cfg: EngineConfig, net: Network, net0: Network, X: Array, y: Array) -> dict:
-    """All configured probes of one run at its current parameters (full batch)."""
-    L, grad, Z = loss_and_gradient(net, X, y, cfg.kappa, cfg.activation, cfg.loss)
+def _record(cfg: EngineConfig, st: EngineState, step: Array, inputs: Inputs, y: Array,
+            stop_loss: Array, a0: Array, Wt0: Array) -> tuple[EngineState, dict]:
+    """Full-batch probes of all runs (and, for SGD, the early-stop test on the full loss)."""
+    bg = _gradient(cfg, st, inputs, y)
+    if cfg.batch_size is not None:
+        s = st.status
+        stop_now = ~(s.stopped | s.diverged) & (bg.loss < stop_loss)
+        st = st._replace(status=s._replace(stopped=s.stopped | stop_now,
+                                           stop_step=jnp.where(stop_now, step, s.stop_step)))
     if not cfg.train_second_layer:
-        grad = Network(jnp.zeros_like(grad.a), grad.W)
-    output = cfg.kappa * (cfg.activation(Z) @ net.a)
-    ctx = ProbeContext(net, net0, L, grad, Z, output, cfg.time_scale, cfg.train_second_layer)
-    return {name: PROBES[name].fn(ctx) for name in cfg.probes}
+        bg = bg._replace(grad_a=jnp.zeros_like(bg.grad_a))
+    ctx = ProbeContext(st.a, st.Wt, a0, Wt0, bg, cfg.time_scale, cfg.train_second_layer)
+    return st, {name: PROBES[name].fn(ctx) for name in cfg.probes}
 
 
-@partial(jax.jit, static_argnums=0)
-def _segment(cfg: EngineConfig, step0: Array, state: EngineState, targets: Array, X: Array,
-             y: Array, stop_loss: Array, keys: Array, net0: Network):
+def _segment_body(cfg: EngineConfig, step0: Array, state: EngineState, targets: Array, inputs: Inputs,
+             y: Array, stop_loss: Array, keys: Array, a0: Array, Wt0: Array):
     """Advance all runs through the record steps ``targets``, measuring at each."""
-    data_axis = 0 if X.ndim == 3 else None
-    vstep = jax.vmap(partial(_step, cfg), in_axes=(0, None, data_axis, data_axis, 0, 0))
-    vmeasure = jax.vmap(partial(_measure, cfg), in_axes=(0, 0, data_axis, data_axis))
 
     def advance(carry, target):
         def body(c):
             step, st = c
-            return step + 1, vstep(st, step, X, y, stop_loss, keys)
+            return step + 1, _step(cfg, st, step, inputs, y, stop_loss, keys)
 
         step, st = lax.while_loop(lambda c: c[0] < target, body, carry)
-        if cfg.batch_size is not None:  # SGD: early stop tested with the full loss at records
-            L = jax.vmap(
-                lambda n, Xr, yr: loss_and_gradient(n, Xr, yr, cfg.kappa, cfg.activation,
-                                                    cfg.loss)[0],
-                in_axes=(0, data_axis, data_axis),
-            )(st.net, X, y)
-            s = st.status
-            stop_now = ~(s.stopped | s.diverged) & (L < stop_loss)
-            st = EngineState(st.net, s._replace(
-                stopped=s.stopped | stop_now, stop_step=jnp.where(stop_now, step, s.stop_step)))
-        return (step, st), vmeasure(st.net, net0, X, y)
+        st, rec = _record(cfg, st, step, inputs, y, stop_loss, a0, Wt0)
+        return (step, st), rec
 
     (step, state), records = lax.scan(advance, (step0, state), targets)
     return step, state, records
 
 
+# XLA:CPU hands elementwise work and reductions to the YNNPACK library by default; for the
+# unrolled small contractions (d or n <= 4) and diagonal inputs that is 3-7x slower than XLA's own
+# loops (bench/RESULTS.md), while for GEMM-bound shapes the default is as fast or faster.
+_NO_YNN = {"xla_cpu_experimental_ynn_fusion_type": ""}
+_segment_gemm = jax.jit(_segment_body, static_argnums=0)
+_segment_elementwise = jax.jit(_segment_body, static_argnums=0, compiler_options=_NO_YNN)
+_no_ynn_supported = [jax.default_backend() == "cpu"]
+
+
+def _is_elementwise(inputs: Inputs) -> bool:
+    if isinstance(inputs, DiagonalInputs):
+        return True
+    n, d = inputs.X.shape[-2:]
+    return min(n, d) <= SMALL
+
+
+def _segment(cfg: EngineConfig, *args):
+    """Run a compiled segment, choosing XLA's CPU options for the data layout."""
+    if _no_ynn_supported[0] and _is_elementwise(args[3]):
+        try:
+            return _segment_elementwise(cfg, *args)
+        except Exception as err:  # an XLA without this option: use the default compiler
+            if "ynn" not in str(err).lower():
+                raise
+            _no_ynn_supported[0] = False
+    return _segment_gemm(cfg, *args)
+
+
 def _chunks(schedule: np.ndarray, per_call: int, min_steps: int) -> list[np.ndarray]:
     """Split record steps into segments of at most ``per_call`` records, closing a segment early
     once it spans ``min_steps`` steps (so long runs report progress regularly)."""
-    chunks, start = [], 0
-    prev = 0
+    chunks, start, prev = [], 0, 0
     for i, s in enumerate(schedule):
-        if i - start + 1 >= per_call or (s - prev >= min_steps and i >= start):
+        if i - start + 1 >= per_call or s - prev >= min_steps:
             chunks.append(schedule[start : i + 1])
             start, prev = i + 1, s
     if start < len(schedule):
@@ -173,22 +215,36 @@ def _chunks(schedule: np.ndarray, per_call: int, min_steps: int) -> list[np.ndar
     return chunks
 
 
+def as_inputs(X: Array | np.ndarray | Inputs) -> Inputs:
+    """Wrap data: X (n, d) shared, X (R, n, d) per run, or an Inputs object as is."""
+    if isinstance(X, (SharedInputs, PerRunInputs, DiagonalInputs)):
+        return X
+    X = jnp.asarray(X)
+    if X.ndim == 2:
+        return SharedInputs.of(X)
+    if X.ndim == 3:
+        return PerRunInputs(X)
+    raise ValueError(f"X: must be (n, d) or (R, n, d), got shape {X.shape}")
+
+
 def simulate(
     cfg: EngineConfig,
     net0: Network,
-    X: Array,
-    y: Array,
+    X: Array | np.ndarray | Inputs,
+    y: Array | np.ndarray,
     schedule: np.ndarray,
     stop_loss: Array | np.ndarray | None = None,
     keys: Array | None = None,
     progress: Callable[[int, int], None] | None = None,
     records_per_call: int = 64,
 ) -> EngineResult:
-    """Train the batch of networks ``net0`` (leading axis = run) and record probes at ``schedule``.
+    """Train the batch of networks ``net0`` (a (R, p), W (R, p, d)) and record probes at
+    ``schedule``.
 
-    X, y: shared (n, d), (n,) or per run (R, n, d), (R, n). ``schedule``: sorted record steps
-    starting at 0 (see :func:`~shallowflow.dynamics.schedule.record_schedule`). ``stop_loss`` (R,):
-    per-run early-stop threshold (None: never). ``keys`` (R,): per-run keys for SGD sampling.
+    X, y: shared (n, d), (n,); per run (R, n, d), (R, n); or an :mod:`~shallowflow.inputs`
+    object. ``schedule``: strictly increasing record steps starting at 0 (see
+    :func:`~shallowflow.dynamics.schedule.record_schedule`). ``stop_loss`` (R,): per-run early-stop
+    threshold (None: never). ``keys`` (R,): per-run keys for SGD sampling.
     ``progress(done_steps, total_steps)`` is called after each compiled segment.
     """
     schedule = np.asarray(schedule, dtype=np.int64)
@@ -198,18 +254,20 @@ def simulate(
     dtype = net0.W.dtype
     stop = jnp.full((R,), -jnp.inf, dtype) if stop_loss is None else jnp.asarray(stop_loss, dtype)
     keys = jax.random.split(jax.random.PRNGKey(0), R) if keys is None else keys
-    X, y = jnp.asarray(X, dtype), jnp.asarray(y, dtype)
+    inputs = jax.tree_util.tree_map(lambda v: jnp.asarray(v, dtype), as_inputs(X))
+    y = jnp.asarray(y, dtype)
+    a0, Wt0 = to_engine_layout(Network(jnp.asarray(net0.a, dtype), jnp.asarray(net0.W, dtype)))
     minus = -jnp.ones((R,), jnp.int64)
-    state = EngineState(net0, RunStatus(jnp.zeros(R, bool), minus, jnp.zeros(R, bool), minus))
+    state = EngineState(a0, Wt0, RunStatus(jnp.zeros(R, bool), minus, jnp.zeros(R, bool), minus))
     total = int(schedule[-1])
     per_call = max(1, min(records_per_call, len(schedule)))
-    chunks = _chunks(schedule, per_call, max(1, total // 50))
     step = jnp.zeros((), jnp.int64)
     pieces: list[dict[str, np.ndarray]] = []
     done = 0
-    for chunk in chunks:
+    for chunk in _chunks(schedule, per_call, max(1, total // 50)):
         padded = np.concatenate([chunk, np.full(per_call - len(chunk), chunk[-1], np.int64)])
-        step, state, rec = _segment(cfg, step, state, jnp.asarray(padded), X, y, stop, keys, net0)
+        step, state, rec = _segment(cfg, step, state, jnp.asarray(padded), inputs, y, stop, keys,
+                                    a0, Wt0)
         pieces.append({k: np.asarray(v)[: len(chunk)] for k, v in rec.items()})
         done += len(chunk)
         if progress is not None:
@@ -225,4 +283,5 @@ def simulate(
     records = {k: np.moveaxis(np.concatenate([p[k] for p in pieces]), 0, 1) for k in pieces[0]}
     status = {k: np.asarray(v) for k, v in state.status._asdict().items()}
     to_np = partial(jax.tree_util.tree_map, np.asarray)
-    return EngineResult(to_np(net0), to_np(state.net), status, records, schedule)
+    return EngineResult(to_np(from_engine_layout(a0, Wt0)),
+                        to_np(from_engine_layout(state.a, state.Wt)), status, records, schedule)

@@ -1,0 +1,136 @@
+"""Run every benchmark, print markdown tables and write bench/RESULTS.md.
+
+    make bench                      or        .venv/bin/python bench/run_all.py [--prototypes]
+
+Each benchmark also runs alone (bench/bench_throughput.py, bench/bench_tiny.py) and writes its raw
+numbers to bench/out/<name>.json. Timings are wall-clock best-of-k with compilation excluded,
+so run on an otherwise idle machine: before each benchmark it waits (up to --max-wait seconds)
+until other processes keep fewer than --max-busy cores busy, and it records that and the CPU time
+other processes used while the benchmark ran next to the tables. ``--prototypes`` also runs the
+engine prototypes (bench/proto_*.py, about 2.5 more minutes) and adds their tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_throughput
+import bench_tiny
+from _common import (
+    BENCH_DIR,
+    ForeignLoad,
+    foreign_load_line,
+    load_average,
+    machine_info,
+    machine_line,
+    write_json,
+)
+
+
+def _load() -> str:
+    la = load_average()
+    return "n/a" if la is None else f"{la[0]:.2f}"
+
+
+def wait_for_quiet(max_busy: float, max_wait_s: float, window_s: float = 3.0) -> str:
+    """Wait (up to ``max_wait_s``) until other processes keep fewer than ``max_busy`` cores busy
+    over a ``window_s`` window; return a description of the last window."""
+    t0 = time.monotonic()
+    while True:
+        with ForeignLoad() as foreign:
+            time.sleep(window_s)
+        busy = foreign.value
+        if busy is None or busy < max_busy or time.monotonic() - t0 >= max_wait_s:
+            shown = "n/a" if busy is None else f"{busy:.2f}"
+            return f"{shown} cores busy with other processes, 1-minute load average {_load()}"
+
+
+def _prototype_runs() -> list[tuple[str, str, Callable[[], Any], Callable[[Any], str]]]:
+    import proto_flat_engine
+    import proto_xla_options
+
+    return [
+        ("Prototype: XLA compiler options", "proto_xla_options", proto_xla_options.bench,
+         proto_xla_options.table),
+        ("Prototype: flat shared-data layout", "proto_flat_engine", proto_flat_engine.bench,
+         proto_flat_engine.table),
+    ]
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=bench_throughput.STEPS,
+                    help="GD steps of the throughput benchmark")
+    ap.add_argument("--tiny-steps", type=int, default=bench_tiny.STEPS,
+                    help="GD steps of the tiny run")
+    ap.add_argument("--max-busy", type=float, default=0.3,
+                    help="first wait until other processes keep fewer cores than this busy")
+    ap.add_argument("--max-wait", type=float, default=120.0, help="seconds to wait at most")
+    ap.add_argument("--prototypes", action="store_true",
+                    help="also run the engine prototypes bench/proto_*.py")
+    ap.add_argument("--no-write", action="store_true", help="do not rewrite bench/RESULTS.md")
+    args = ap.parse_args(argv)
+
+    runs: list[tuple[str, str, Callable[[], Any], Callable[[Any], str]]] = [
+        ("Batched throughput", "throughput", lambda: bench_throughput.bench(args.steps),
+         bench_throughput.table),
+        ("Long tiny run vs PyTorch", "tiny", lambda: bench_tiny.bench(steps=args.tiny_steps),
+         bench_tiny.table),
+    ]
+    if args.prototypes:
+        runs += _prototype_runs()
+    sections: list[tuple[str, str, str]] = []
+    t_start = time.perf_counter()
+    for title, name, fn, table in runs:
+        before = wait_for_quiet(args.max_busy, args.max_wait)
+        with ForeignLoad() as foreign:
+            result = fn()
+        write_json(name, result if isinstance(result, dict) else {"rows": result})
+        md = table(result)
+        if "CPU time used by other processes" not in md:
+            md += "\n\n" + foreign_load_line(foreign.value)
+        print(f"\n## {title}\n\n{md}\n\nJust before: {before}.", flush=True)
+        sections.append((title, md, before))
+    total = time.perf_counter() - t_start
+    print(f"\ntotal benchmark time {total:.0f} s")
+    if args.no_write:
+        return
+    info = machine_info()
+    command = ".venv/bin/python bench/run_all.py" + (" --prototypes" if args.prototypes else "")
+    lines = [
+        "# shallowflow benchmarks",
+        "",
+        "Reproduce with `make bench` or `.venv/bin/python bench/run_all.py` (add `--prototypes` "
+        "for the prototype sections). Each benchmark also runs alone: "
+        "`.venv/bin/python bench/bench_throughput.py`, `.venv/bin/python bench/bench_tiny.py`; "
+        "raw numbers go to `bench/out/*.json`. The PyTorch baseline needs the optional `bench` "
+        "extra (`.venv/bin/pip install torch==2.13.0`, or `pip install -e .[bench]`); without "
+        "torch it is skipped.",
+        "",
+        f"- Command: `{command}`",
+        f"- Machine: {machine_line(info)}",
+        f"- Date: {info['date']}",
+        f"- XLA_FLAGS: {os.environ.get('XLA_FLAGS') or '(unset)'}",
+        f"- Total benchmark time: {total:.0f} s",
+        "- Timings: wall clock (time.perf_counter), best of k after a call that compiles. Other "
+        "processes sharing the cores inflate the times: below each table are the CPU time other "
+        "processes used while it ran, and how busy the machine was just before it (the load "
+        "average also counts the benchmarks' own, preceding work).",
+        "",
+    ]
+    for title, md, load in sections:
+        lines += [f"## {title}", "", md, "", f"Just before: {load}.", ""]
+    (BENCH_DIR / "RESULTS.md").write_text("\n".join(lines))
+    print("wrote bench/RESULTS.md")
+
+
+if __name__ == "__main__":
+    main()
