@@ -1,13 +1,13 @@
 """Run every benchmark, print markdown tables and write bench/RESULTS.md.
 
-    make bench                      or        .venv/bin/python bench/run_all.py [--prototypes]
+    make bench                      or        .venv/bin/python bench/run_all.py
 
 Each benchmark also runs alone (bench/bench_throughput.py, bench/bench_tiny.py) and writes its raw
 numbers to bench/out/<name>.json. Timings are wall-clock best-of-k with compilation excluded,
 so run on an otherwise idle machine: before each benchmark it waits (up to --max-wait seconds)
 until other processes keep fewer than --max-busy cores busy, and it records that and the CPU time
-other processes used while the benchmark ran next to the tables. ``--prototypes`` also runs the
-engine prototypes (bench/proto_*.py, about 2.5 more minutes) and adds their tables.
+other processes used while the benchmark ran next to the tables. bench/NOTES.md (analysis written by
+hand) is appended to RESULTS.md.
 """
 
 from __future__ import annotations
@@ -53,18 +53,6 @@ def wait_for_quiet(max_busy: float, max_wait_s: float, window_s: float = 3.0) ->
             return f"{shown} cores busy with other processes, 1-minute load average {_load()}"
 
 
-def _prototype_runs() -> list[tuple[str, str, Callable[[], Any], Callable[[Any], str]]]:
-    import proto_flat_engine
-    import proto_xla_options
-
-    return [
-        ("Prototype: XLA compiler options", "proto_xla_options", proto_xla_options.bench,
-         proto_xla_options.table),
-        ("Prototype: flat shared-data layout", "proto_flat_engine", proto_flat_engine.bench,
-         proto_flat_engine.table),
-    ]
-
-
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=bench_throughput.STEPS,
@@ -74,8 +62,6 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--max-busy", type=float, default=0.3,
                     help="first wait until other processes keep fewer cores than this busy")
     ap.add_argument("--max-wait", type=float, default=120.0, help="seconds to wait at most")
-    ap.add_argument("--prototypes", action="store_true",
-                    help="also run the engine prototypes bench/proto_*.py")
     ap.add_argument("--no-write", action="store_true", help="do not rewrite bench/RESULTS.md")
     args = ap.parse_args(argv)
 
@@ -85,8 +71,6 @@ def main(argv: list[str] | None = None) -> None:
         ("Long tiny run vs PyTorch", "tiny", lambda: bench_tiny.bench(steps=args.tiny_steps),
          bench_tiny.table),
     ]
-    if args.prototypes:
-        runs += _prototype_runs()
     sections: list[tuple[str, str, str]] = []
     t_start = time.perf_counter()
     for title, name, fn, table in runs:
@@ -104,12 +88,12 @@ def main(argv: list[str] | None = None) -> None:
     if args.no_write:
         return
     info = machine_info()
-    command = ".venv/bin/python bench/run_all.py" + (" --prototypes" if args.prototypes else "")
+    command = ".venv/bin/python bench/run_all.py"
     lines = [
         "# shallowflow benchmarks",
         "",
-        "Reproduce with `make bench` or `.venv/bin/python bench/run_all.py` (add `--prototypes` "
-        "for the prototype sections). Each benchmark also runs alone: "
+        "Reproduce with `make bench` or `.venv/bin/python bench/run_all.py`. "
+        "Each benchmark also runs alone: "
         "`.venv/bin/python bench/bench_throughput.py`, `.venv/bin/python bench/bench_tiny.py`; "
         "raw numbers go to `bench/out/*.json`. The PyTorch baseline needs the optional `bench` "
         "extra (`.venv/bin/pip install torch==2.13.0`, or `pip install -e .[bench]`); without "
@@ -128,6 +112,9 @@ def main(argv: list[str] | None = None) -> None:
     ]
     for title, md, load in sections:
         lines += [f"## {title}", "", md, "", f"Just before: {load}.", ""]
+    notes = BENCH_DIR / "NOTES.md"  # hand-written analysis, kept across re-runs
+    if notes.is_file():
+        lines += [notes.read_text().strip(), ""]
     (BENCH_DIR / "RESULTS.md").write_text("\n".join(lines))
     print("wrote bench/RESULTS.md")
 

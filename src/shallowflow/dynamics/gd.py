@@ -66,17 +66,30 @@ class EngineConfig:
             raise ValueError(f"lr: must be > 0, got {self.lr}")
 
 
-class RunStatus(NamedTuple):
-    stopped: Array
-    stop_step: Array
-    diverged: Array
-    diverge_step: Array
+RUNNING, STOPPED, DIVERGED = 0, 1, 2
 
 
 class EngineState(NamedTuple):
     a: Array  # (R, p)
     Wt: Array  # (d, R, p)
-    status: RunStatus
+    code: Array  # (R,) RUNNING, STOPPED or DIVERGED
+    event_step: Array  # (R,) step at which the run froze, -1 while running
+
+
+def _freeze(st: EngineState, stop_now: Array, diverge_now: Array, step: Array):
+    """Status after this step's tests: a running run stops or diverges at ``step``."""
+    running = st.code == RUNNING
+    code = jnp.where(running & stop_now, STOPPED,
+                     jnp.where(running & diverge_now, DIVERGED, st.code))
+    event = jnp.where(running & (code != RUNNING), step, st.event_step)
+    return code, event
+
+
+def status_arrays(code: np.ndarray, event_step: np.ndarray) -> dict[str, np.ndarray]:
+    """The public per-run status: stopped, stop_step, diverged, diverge_step (-1 if none)."""
+    stopped, diverged = code == STOPPED, code == DIVERGED
+    return {"stopped": stopped, "stop_step": np.where(stopped, event_step, -1),
+            "diverged": diverged, "diverge_step": np.where(diverged, event_step, -1)}
 
 
 @dataclass
@@ -126,19 +139,12 @@ def _step(cfg: EngineConfig, st: EngineState, step: Array, inputs: Inputs, y: Ar
     # L catches a blow-up long before the parameters overflow; sum_j grad_a_j = kappa sum <w_j, M_j>
     # turns NaN if any back-projection M_j is non-finite (0 * inf = NaN), so it guards the update.
     finite = jnp.isfinite(bg.loss) & jnp.isfinite(jnp.sum(bg.grad_a, axis=1))
-    s = st.status
-    frozen = s.stopped | s.diverged
-    stop_now = ~frozen & below
-    diverge_now = ~frozen & ~stop_now & ~finite
-    move = ~(frozen | stop_now | diverge_now)
-    status = RunStatus(
-        s.stopped | stop_now, jnp.where(stop_now, step, s.stop_step),
-        s.diverged | diverge_now, jnp.where(diverge_now, step, s.diverge_step),
-    )
+    code, event = _freeze(st, below, ~finite, step)
+    move = code == RUNNING
     return EngineState(
         jnp.where(move[:, None], new_a, st.a),
         jnp.where(move[None, :, None], new_Wt, st.Wt),
-        status,
+        code, event,
     )
 
 
@@ -147,10 +153,8 @@ def _record(cfg: EngineConfig, st: EngineState, step: Array, inputs: Inputs, y: 
     """Full-batch probes of all runs (and, for SGD, the early-stop test on the full loss)."""
     bg = _gradient(cfg, st, inputs, y)
     if cfg.batch_size is not None:
-        s = st.status
-        stop_now = ~(s.stopped | s.diverged) & (bg.loss < stop_loss)
-        st = st._replace(status=s._replace(stopped=s.stopped | stop_now,
-                                           stop_step=jnp.where(stop_now, step, s.stop_step)))
+        code, event = _freeze(st, bg.loss < stop_loss, jnp.zeros_like(bg.loss, dtype=bool), step)
+        st = st._replace(code=code, event_step=event)
     if not cfg.train_second_layer:
         bg = bg._replace(grad_a=jnp.zeros_like(bg.grad_a))
     ctx = ProbeContext(st.a, st.Wt, a0, Wt0, bg, cfg.time_scale, cfg.train_second_layer)
@@ -257,8 +261,7 @@ def simulate(
     inputs = jax.tree_util.tree_map(lambda v: jnp.asarray(v, dtype), as_inputs(X))
     y = jnp.asarray(y, dtype)
     a0, Wt0 = to_engine_layout(Network(jnp.asarray(net0.a, dtype), jnp.asarray(net0.W, dtype)))
-    minus = -jnp.ones((R,), jnp.int64)
-    state = EngineState(a0, Wt0, RunStatus(jnp.zeros(R, bool), minus, jnp.zeros(R, bool), minus))
+    state = EngineState(a0, Wt0, jnp.full((R,), RUNNING, jnp.int32), -jnp.ones((R,), jnp.int64))
     total = int(schedule[-1])
     per_call = max(1, min(records_per_call, len(schedule)))
     step = jnp.zeros((), jnp.int64)
@@ -272,8 +275,7 @@ def simulate(
         done += len(chunk)
         if progress is not None:
             progress(int(chunk[-1]), total)
-        frozen = np.asarray(state.status.stopped | state.status.diverged)
-        if frozen.all() and done < len(schedule):
+        if np.all(np.asarray(state.code) != RUNNING) and done < len(schedule):
             # every run is frozen: the remaining records are exact copies of the last one
             rest = len(schedule) - done
             pieces.append({k: np.repeat(v[-1:], rest, axis=0) for k, v in pieces[-1].items()})
@@ -281,7 +283,7 @@ def simulate(
                 progress(total, total)
             break
     records = {k: np.moveaxis(np.concatenate([p[k] for p in pieces]), 0, 1) for k in pieces[0]}
-    status = {k: np.asarray(v) for k, v in state.status._asdict().items()}
+    status = status_arrays(np.asarray(state.code), np.asarray(state.event_step))
     to_np = partial(jax.tree_util.tree_map, np.asarray)
     return EngineResult(to_np(from_engine_layout(a0, Wt0)),
                         to_np(from_engine_layout(state.a, state.Wt)), status, records, schedule)
