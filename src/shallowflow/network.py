@@ -48,6 +48,7 @@ class BatchGradient(NamedTuple):
     Z: Array  # pre-activations (n, R, p)
     active: Array  # Z > 0 (and the persistent mask), (n, R, p)
     output: Array  # h(x_i), (n, R)
+    M: Array  # back-projection M_j = sum_i g_i sigma'(z_ij) x_i, (d, R, p)
 
 
 def add_bias_column(X: Array | np.ndarray) -> Array:
@@ -88,7 +89,7 @@ def batch_loss_and_gradient(
     M = inputs.post(D * g[..., None])
     grad_Wt = kappa * a[None] * M
     grad_a = kappa * jnp.sum(Wt * M, axis=0)
-    return BatchGradient(value, grad_a, grad_Wt, Z, active, out)
+    return BatchGradient(value, grad_a, grad_Wt, Z, active, out, M)
 
 
 def to_engine_layout(net: Network) -> tuple[Array, Array]:

@@ -13,7 +13,10 @@ dimensions are named by ``Probe.dims``; the engine stacks them to (run, time, *d
     active_count    #{i : <w_j, x_i> > 0}
     dead_neurons    #{j : active_count_j = 0}
     param_norm_sq   ||theta||^2 = sum_j a_j^2 + ||w_j||^2   (MATH.md §3.5)
+    log_norm        log ||w_j|| (exact in the log-norm engine, MATH.md §3.2)
+    balance_log_drift  max_j |log(|a_j|/||w_j||) - (value at 0)|: relative balancedness
     output          h(x_i)   (optional)
+    active          pair activity (sample, neuron)   (optional)
     W               full hidden weights (optional snapshots; ``record.snapshots``)
 """
 
@@ -30,25 +33,20 @@ from shallowflow.network import BatchGradient
 
 
 class ProbeContext(NamedTuple):
-    """Everything a probe may read: R runs at one record point, in the engine layout
-    (a (R, p), Wt (d, R, p); see :mod:`shallowflow.network`)."""
+    """Everything a probe may read: R runs at one record point, in plain units and the engine
+    layout (a (R, p), Wt (d, R, p); see :mod:`shallowflow.network`). Norms include the constant
+    part of w_j outside the data span when the engine works in the span."""
 
     a: Array
     Wt: Array
-    a0: Array
-    Wt0: Array
+    norm_sq: Array  # ||w_j||^2, (R, p)
+    log_norm: Array  # log ||w_j||, (R, p) (exact also when ||w_j|| underflows)
+    log_abs_a: Array  # log |a_j|, (R, p)
+    grad_norm_sq: Array  # ||grad L||^2 over the trained parameters, (R,)
     grad: BatchGradient
+    balance0: Array  # a_j(0)^2 - ||w_j(0)||^2
+    log_ratio0: Array  # log|a_j(0)| - log||w_j(0)||
     time_scale: float
-    train_second_layer: bool
-
-
-def _grad_norm_sq(c: ProbeContext) -> Array:
-    g = jnp.sum(c.grad.grad_Wt**2, axis=(0, 2))
-    return g + jnp.sum(c.grad.grad_a**2, axis=1) if c.train_second_layer else g
-
-
-def _norm_sq(Wt: Array) -> Array:
-    return jnp.sum(Wt**2, axis=0)  # (R, p)
 
 
 def _active_count(c: ProbeContext) -> Array:
@@ -70,13 +68,18 @@ _ALL = [
     Probe("loss", (), "training loss L", lambda c: c.grad.loss),
     Probe(
         "pl_curvature", (), "local PL curvature T ||grad L||^2 / L",
-        lambda c: c.time_scale * _grad_norm_sq(c) / c.grad.loss,
+        lambda c: c.time_scale * c.grad_norm_sq / c.grad.loss,
     ),
     Probe(
         "balance_drift", (), "max_j |a_j^2 - ||w_j||^2 - (same at t=0)|",
-        lambda c: jnp.max(jnp.abs((c.a**2 - _norm_sq(c.Wt)) - (c.a0**2 - _norm_sq(c.Wt0))), axis=1),
+        lambda c: jnp.max(jnp.abs(c.a**2 - c.norm_sq - c.balance0), axis=1),
     ),
-    Probe("neuron_norm", ("neuron",), "||w_j||", lambda c: jnp.sqrt(_norm_sq(c.Wt))),
+    Probe(
+        "balance_log_drift", (), "max_j |log(|a_j| / ||w_j||) - (same at t=0)| (relative)",
+        lambda c: jnp.max(jnp.abs(c.log_abs_a - c.log_norm - c.log_ratio0), axis=1),
+    ),
+    Probe("neuron_norm", ("neuron",), "||w_j||", lambda c: jnp.sqrt(c.norm_sq)),
+    Probe("log_norm", ("neuron",), "log ||w_j||", lambda c: c.log_norm),
     Probe("a", ("neuron",), "second-layer weight a_j", lambda c: c.a),
     Probe("active_count", ("neuron",), "#samples with <w_j, x_i> > 0", _active_count),
     Probe(
@@ -85,9 +88,11 @@ _ALL = [
     ),
     Probe(
         "param_norm_sq", (), "||theta||^2 = sum a_j^2 + ||W||_F^2",
-        lambda c: jnp.sum(c.a**2, axis=1) + jnp.sum(_norm_sq(c.Wt), axis=1),
+        lambda c: jnp.sum(c.a**2 + c.norm_sq, axis=1),
     ),
     Probe("output", ("sample",), "network output h(x_i)", lambda c: c.grad.output.T),
+    Probe("active", ("sample", "neuron"), "pair activity <w_j, x_i> > 0 (mask included)",
+          lambda c: jnp.transpose(c.grad.active, (1, 0, 2))),
     Probe("W", ("neuron", "dim"), "hidden weights (snapshot)",
           lambda c: jnp.transpose(c.Wt, (1, 2, 0))),
 ]

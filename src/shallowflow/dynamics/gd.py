@@ -19,13 +19,18 @@ Per-run status, updated every step:
 - divergence: if L(theta_k) or the updated parameters are non-finite, the run keeps its last
   finite parameters, is flagged ``diverged`` with ``diverge_step`` = k; its batch goes on.
 Frozen runs keep their parameters, so their records after freezing are exact copies.
+
+Options (MATH.md §0.3): ``parametrisation="lognorm"`` stores neurons in log-norm coordinates
+(:mod:`~shallowflow.dynamics.logscale`) for tiny initialisations; ``activity_mask`` keeps a
+persistent mask alive &= (<w_j, x_i> > 0), so a pair that became inactive never revives by
+rounding; ``reduce`` simulates in an orthonormal basis of the data span
+(:mod:`~shallowflow.dynamics.reduce`), with the diagonal fast path for orthogonal data.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -34,14 +39,11 @@ import numpy as np
 from jax import Array, lax
 
 from shallowflow.activations import RELU, Activation
+from shallowflow.dynamics import logscale, plain
+from shallowflow.dynamics.reduce import reduce_data
 from shallowflow.inputs import SMALL, DiagonalInputs, Inputs, PerRunInputs, SharedInputs
 from shallowflow.losses import Loss
-from shallowflow.network import (
-    Network,
-    batch_loss_and_gradient,
-    from_engine_layout,
-    to_engine_layout,
-)
+from shallowflow.network import BatchGradient, Network, batch_loss_and_gradient, to_engine_layout
 from shallowflow.probes import DEFAULT_PROBES, PROBES, ProbeContext
 
 
@@ -57,8 +59,18 @@ class EngineConfig:
     train_second_layer: bool = True
     batch_size: int | None = None
     probes: tuple[str, ...] = DEFAULT_PROBES
+    parametrisation: str = "plain"  # or "lognorm"
+    tied_balance: bool = False  # lognorm only: a_j = s_j ||w_j|| exactly
+    activity_mask: bool = False
 
     def __post_init__(self) -> None:
+        if self.parametrisation not in ("plain", "lognorm"):
+            raise ValueError(f"parametrisation: must be 'plain' or 'lognorm', got "
+                             f"{self.parametrisation!r}")
+        if self.tied_balance and self.parametrisation != "lognorm":
+            raise ValueError("tied_balance: only with parametrisation 'lognorm'")
+        if self.activity_mask and (self.activation.leak != 0 or self.batch_size is not None):
+            raise ValueError("activity_mask: needs ReLU (leak 0) and full-batch GD")
         unknown = [p for p in self.probes if p not in PROBES]
         if unknown:
             raise ValueError(f"probes: unknown {unknown}; allowed: {', '.join(PROBES)}")
@@ -70,10 +82,17 @@ RUNNING, STOPPED, DIVERGED = 0, 1, 2
 
 
 class EngineState(NamedTuple):
-    a: Array  # (R, p)
-    Wt: Array  # (d, R, p)
+    params: plain.PlainParams | logscale.LogParams
     code: Array  # (R,) RUNNING, STOPPED or DIVERGED
     event_step: Array  # (R,) step at which the run froze, -1 while running
+    mask: Array | None  # persistent activity mask (n, R, p), or None
+
+
+class Reference(NamedTuple):
+    """Constants of the batch the probes compare against."""
+
+    perp_sq: Array  # ||w_j||^2 outside the data span (constant), (R, p)
+    params0: plain.PlainParams | logscale.LogParams  # the initial parameters
 
 
 def _freeze(st: EngineState, stop_now: Array, diverge_now: Array, step: Array):
@@ -101,11 +120,27 @@ class EngineResult:
     status: dict[str, np.ndarray]
     records: dict[str, np.ndarray]  # name -> (run, record, *dims)
     steps: np.ndarray  # (record,)
+    log_final: dict[str, np.ndarray] | None = None  # lognorm: rho, alpha (R, p) at the end
+
+
+def _weights(cfg: EngineConfig, params) -> tuple[Array, Array]:
+    return (logscale if cfg.parametrisation == "lognorm" else plain).weights(params)
 
 
 def _gradient(cfg: EngineConfig, st: EngineState, inputs: Inputs, y: Array, **kw):
-    return batch_loss_and_gradient(st.a, st.Wt, inputs, y, cfg.kappa, cfg.activation, cfg.loss,
-                                   **kw)
+    a, Wt = _weights(cfg, st.params)
+    return batch_loss_and_gradient(a, Wt, inputs, y, cfg.kappa, cfg.activation, cfg.loss,
+                                   mask=st.mask, **kw)
+
+
+def _select(move: Array, new, old):
+    """Per-run choice between two parameter pytrees (leaves (R, p) or (d, R, p))."""
+
+    def pick(n: Array, o: Array) -> Array:
+        m = move[:, None] if n.ndim == 2 else move[None, :, None]
+        return jnp.where(m, n, o)
+
+    return jax.tree_util.tree_map(pick, new, old)
 
 
 def _minibatch(cfg: EngineConfig, inputs: Inputs, y: Array, keys: Array, step: Array):
@@ -134,35 +169,66 @@ def _step(cfg: EngineConfig, st: EngineState, step: Array, inputs: Inputs, y: Ar
         bg = _gradient(cfg, st, Xb, yb, weights=weight)
         below = jnp.zeros_like(bg.loss, dtype=bool)
     rate = cfg.lr * cfg.time_scale
-    new_a = st.a - rate * bg.grad_a if cfg.train_second_layer else st.a
-    new_Wt = st.Wt - rate * bg.grad_Wt
+    if cfg.parametrisation == "lognorm":
+        new = logscale.update(st.params, bg, rate, cfg.kappa, cfg.train_second_layer,
+                              cfg.tied_balance)
+    else:
+        new = plain.update(st.params, bg, rate, cfg.train_second_layer)
     # L catches a blow-up long before the parameters overflow; sum_j grad_a_j = kappa sum <w_j, M_j>
     # turns NaN if any back-projection M_j is non-finite (0 * inf = NaN), so it guards the update.
     finite = jnp.isfinite(bg.loss) & jnp.isfinite(jnp.sum(bg.grad_a, axis=1))
     code, event = _freeze(st, below, ~finite, step)
     move = code == RUNNING
-    return EngineState(
-        jnp.where(move[:, None], new_a, st.a),
-        jnp.where(move[None, :, None], new_Wt, st.Wt),
-        code, event,
-    )
+    mask = None if st.mask is None else jnp.where(move[None, :, None], bg.active, st.mask)
+    return EngineState(_select(move, new, st.params), code, event, mask)
+
+
+def _context(cfg: EngineConfig, params, bg: BatchGradient | None,
+             ref: Reference) -> ProbeContext:
+    """Probe context in plain units (norms include the constant out-of-span part). The initial
+    balance is evaluated by the same code, so that drifts are exactly 0 at t = 0."""
+    train_a = cfg.train_second_layer
+    grad_norm_sq = None
+    if cfg.parametrisation == "lognorm":
+        p = params
+        a, Wt = p.s * jnp.exp(p.alpha), jnp.exp(p.rho)[None] * p.U
+        log_w = 0.5 * jnp.logaddexp(2 * p.rho, jnp.log(ref.perp_sq))
+        log_a = p.alpha
+        if bg is not None:
+            g2 = jnp.exp(2 * p.alpha) * cfg.kappa**2 * jnp.sum(bg.M**2, axis=0)
+            if train_a:
+                g2 = g2 + jnp.exp(2 * p.rho) * bg.grad_a**2
+            grad_norm_sq = jnp.sum(g2, axis=1)
+    else:
+        a, Wt = params
+        log_w = 0.5 * jnp.log(jnp.sum(Wt**2, axis=0) + ref.perp_sq)
+        log_a = jnp.log(jnp.abs(a))
+        if bg is not None:
+            grad_norm_sq = jnp.sum(bg.grad_Wt**2, axis=(0, 2))
+            if train_a:
+                grad_norm_sq = grad_norm_sq + jnp.sum(bg.grad_a**2, axis=1)
+    norm_sq = jnp.sum(Wt**2, axis=0) + ref.perp_sq
+    ctx = ProbeContext(a, Wt, norm_sq, log_w, log_a, grad_norm_sq, bg, None, None,
+                       cfg.time_scale)
+    if params is ref.params0:
+        return ctx._replace(balance0=a**2 - norm_sq, log_ratio0=log_a - log_w)
+    c0 = _context(cfg, ref.params0, None, ref)
+    return ctx._replace(balance0=c0.a**2 - c0.norm_sq, log_ratio0=c0.log_abs_a - c0.log_norm)
 
 
 def _record(cfg: EngineConfig, st: EngineState, step: Array, inputs: Inputs, y: Array,
-            stop_loss: Array, a0: Array, Wt0: Array) -> tuple[EngineState, dict]:
+            stop_loss: Array, ref: Reference) -> tuple[EngineState, dict]:
     """Full-batch probes of all runs (and, for SGD, the early-stop test on the full loss)."""
     bg = _gradient(cfg, st, inputs, y)
     if cfg.batch_size is not None:
         code, event = _freeze(st, bg.loss < stop_loss, jnp.zeros_like(bg.loss, dtype=bool), step)
         st = st._replace(code=code, event_step=event)
-    if not cfg.train_second_layer:
-        bg = bg._replace(grad_a=jnp.zeros_like(bg.grad_a))
-    ctx = ProbeContext(st.a, st.Wt, a0, Wt0, bg, cfg.time_scale, cfg.train_second_layer)
+    ctx = _context(cfg, st.params, bg, ref)
     return st, {name: PROBES[name].fn(ctx) for name in cfg.probes}
 
 
-def _segment_body(cfg: EngineConfig, step0: Array, state: EngineState, targets: Array, inputs: Inputs,
-             y: Array, stop_loss: Array, keys: Array, a0: Array, Wt0: Array):
+def _segment_body(cfg: EngineConfig, step0: Array, state: EngineState, targets: Array,
+                  inputs: Inputs, y: Array, stop_loss: Array, keys: Array, ref: Reference):
     """Advance all runs through the record steps ``targets``, measuring at each."""
 
     def advance(carry, target):
@@ -171,7 +237,7 @@ def _segment_body(cfg: EngineConfig, step0: Array, state: EngineState, targets: 
             return step + 1, _step(cfg, st, step, inputs, y, stop_loss, keys)
 
         step, st = lax.while_loop(lambda c: c[0] < target, body, carry)
-        st, rec = _record(cfg, st, step, inputs, y, stop_loss, a0, Wt0)
+        st, rec = _record(cfg, st, step, inputs, y, stop_loss, ref)
         return (step, st), rec
 
     (step, state), records = lax.scan(advance, (step0, state), targets)
@@ -231,6 +297,26 @@ def as_inputs(X: Array | np.ndarray | Inputs) -> Inputs:
     raise ValueError(f"X: must be (n, d) or (R, n, d), got shape {X.shape}")
 
 
+def _initial_state(cfg: EngineConfig, a0: Array, Wt0: Array, log_scale: Array | None,
+                   log_perp_sq: Array, n: int):
+    """Engine state and reference constants from a unit-scale (or actual) network."""
+    R, p = a0.shape
+    zero = jnp.zeros((R,), a0.dtype)
+    shift = zero if log_scale is None else log_scale
+    if cfg.parametrisation == "lognorm":
+        params = logscale.from_unit_network(a0, Wt0, shift)
+        if cfg.tied_balance:
+            params = params._replace(alpha=params.rho)
+    else:
+        if log_scale is not None:
+            a0, Wt0 = jnp.exp(shift)[:, None] * a0, jnp.exp(shift)[None, :, None] * Wt0
+        params = plain.PlainParams(a0, Wt0)
+    mask = jnp.ones((n, R, p), bool) if cfg.activity_mask else None
+    state = EngineState(params, jnp.full((R,), RUNNING, jnp.int32), -jnp.ones((R,), jnp.int64),
+                        mask)
+    return state, Reference(jnp.exp(log_perp_sq + 2 * shift[:, None]), params)
+
+
 def simulate(
     cfg: EngineConfig,
     net0: Network,
@@ -241,6 +327,8 @@ def simulate(
     keys: Array | None = None,
     progress: Callable[[int, int], None] | None = None,
     records_per_call: int = 64,
+    log_scale: Array | np.ndarray | None = None,
+    reduce: bool = False,
 ) -> EngineResult:
     """Train the batch of networks ``net0`` (a (R, p), W (R, p, d)) and record probes at
     ``schedule``.
@@ -248,7 +336,10 @@ def simulate(
     X, y: shared (n, d), (n,); per run (R, n, d), (R, n); or an :mod:`~shallowflow.inputs`
     object. ``schedule``: strictly increasing record steps starting at 0 (see
     :func:`~shallowflow.dynamics.schedule.record_schedule`). ``stop_loss`` (R,): per-run early-stop
-    threshold (None: never). ``keys`` (R,): per-run keys for SGD sampling.
+    threshold (None: never). ``keys`` (R,): per-run keys for SGD sampling. ``log_scale`` (R,): the
+    trained network is exp(log_scale) * net0 (so lambda = exp(-1000) is expressible; required
+    scale information for the lognorm parametrisation, else lambda = 1). ``reduce``: train in the
+    data span (:mod:`~shallowflow.dynamics.reduce`; X must be an array).
     ``progress(done_steps, total_steps)`` is called after each compiled segment.
     """
     schedule = np.asarray(schedule, dtype=np.int64)
@@ -258,10 +349,26 @@ def simulate(
     dtype = net0.W.dtype
     stop = jnp.full((R,), -jnp.inf, dtype) if stop_loss is None else jnp.asarray(stop_loss, dtype)
     keys = jax.random.split(jax.random.PRNGKey(0), R) if keys is None else keys
-    inputs = jax.tree_util.tree_map(lambda v: jnp.asarray(v, dtype), as_inputs(X))
+    W0 = np.asarray(net0.W)
+    reduction = reduce_data(np.asarray(X)) if reduce else None
+    if reduction is not None:
+        from shallowflow.dynamics.reduce import project
+
+        Wr, W_perp = project(W0.astype(np.float64), reduction.basis)
+        inputs_raw: Inputs | Array | np.ndarray = reduction.inputs
+        W_engine = Wr.astype(dtype)
+    else:
+        inputs_raw, W_engine, W_perp = X, W0, np.zeros_like(W0)
+    inputs = jax.tree_util.tree_map(lambda v: jnp.asarray(v, dtype), as_inputs(inputs_raw))
     y = jnp.asarray(y, dtype)
-    a0, Wt0 = to_engine_layout(Network(jnp.asarray(net0.a, dtype), jnp.asarray(net0.W, dtype)))
-    state = EngineState(a0, Wt0, jnp.full((R,), RUNNING, jnp.int32), -jnp.ones((R,), jnp.int64))
+    a0, Wt0 = to_engine_layout(Network(jnp.asarray(net0.a, dtype), jnp.asarray(W_engine, dtype)))
+    with np.errstate(divide="ignore"):
+        log_perp_sq = jnp.asarray(np.log(np.sum(W_perp.astype(np.float64) ** 2, axis=2)), dtype)
+    ls = None if log_scale is None else jnp.asarray(log_scale, dtype)
+    if log_scale is not None:  # the out-of-span part in actual units (0 once it underflows)
+        W_perp = W_perp * np.exp(np.asarray(log_scale, np.float64))[:, None, None]
+    state, ref = _initial_state(cfg, a0, Wt0, ls, log_perp_sq, inputs.n)
+    start = _context(cfg, state.params, None, ref)
     total = int(schedule[-1])
     per_call = max(1, min(records_per_call, len(schedule)))
     step = jnp.zeros((), jnp.int64)
@@ -270,7 +377,7 @@ def simulate(
     for chunk in _chunks(schedule, per_call, max(1, total // 50)):
         padded = np.concatenate([chunk, np.full(per_call - len(chunk), chunk[-1], np.int64)])
         step, state, rec = _segment(cfg, step, state, jnp.asarray(padded), inputs, y, stop, keys,
-                                    a0, Wt0)
+                                    ref)
         pieces.append({k: np.asarray(v)[: len(chunk)] for k, v in rec.items()})
         done += len(chunk)
         if progress is not None:
@@ -283,7 +390,24 @@ def simulate(
                 progress(total, total)
             break
     records = {k: np.moveaxis(np.concatenate([p[k] for p in pieces]), 0, 1) for k in pieces[0]}
+    end = _context(cfg, state.params, None, ref)
+
+    def full_W(Wt: Array) -> np.ndarray:
+        W = np.asarray(jnp.transpose(Wt, (1, 2, 0)))
+        if reduction is None:
+            return W
+        from shallowflow.dynamics.reduce import restore
+
+        return restore(W.astype(np.float64), reduction.basis, W_perp).astype(W.dtype)
+
+    if reduction is not None and "W" in records:
+        from shallowflow.dynamics.reduce import restore
+
+        records["W"] = restore(records["W"].astype(np.float64), reduction.basis, W_perp)
+    log_final = None
+    if cfg.parametrisation == "lognorm":
+        log_final = {"log_norm": np.asarray(end.log_w), "log_abs_a": np.asarray(end.log_a)}
     status = status_arrays(np.asarray(state.code), np.asarray(state.event_step))
-    to_np = partial(jax.tree_util.tree_map, np.asarray)
-    return EngineResult(to_np(from_engine_layout(a0, Wt0)),
-                        to_np(from_engine_layout(state.a, state.Wt)), status, records, schedule)
+    return EngineResult(
+        Network(np.asarray(start.a), full_W(start.Wt)), Network(np.asarray(end.a), full_W(end.Wt)),
+        status, records, schedule, log_final)

@@ -1,0 +1,70 @@
+"""Log-norm parametrisation for tiny initialisations (MATH.md §0.3, §3.2).
+
+Each neuron is stored as w_j = exp(rho_j) u_j with ||u_j|| = 1 and a_j = s_j exp(alpha_j). The
+plain GD step w' = w - eta T a v, a' = a - eta T <w, v> (v_j = kappa sum_i g_i sigma'(z_ij) x_i;
+dL/da_j = <w_j, v_j> because sigma(z) = sigma'(z) z) is, exactly,
+
+    q_j    = u_j - eta T s_j exp(alpha_j - rho_j) v_j
+    rho_j' = rho_j + log ||q_j||,        u_j' = q_j / ||q_j||
+    f_j    = 1 - eta T s_j exp(rho_j - alpha_j) <u_j, v_j>
+    alpha_j' = alpha_j + log |f_j|,      s_j' = s_j sign(f_j)
+
+Only the ratio exp(alpha - rho) = |a|/||w|| enters, so nothing underflows at lambda = 1e-300 or
+exp(-1000); the map is plain GD to rounding ("free" balance). With ``tied`` balance alpha = rho
+and s are kept (a_j = s_j ||w_j|| exactly): the same first-layer step with the second layer on
+the balanced manifold, which gradient flow preserves (MATH.md §0.3), an O(eta) different scheme.
+The output uses a_j sigma(<w_j, x>) = s_j exp(alpha_j + rho_j) sigma(<u_j, x>), which rounds to 0
+harmlessly while the network is negligible.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax.numpy as jnp
+from jax import Array
+
+from shallowflow.network import BatchGradient
+
+
+class LogParams(NamedTuple):
+    U: Array  # unit directions (d, R, p)
+    rho: Array  # log ||w_j||, (R, p)
+    alpha: Array  # log |a_j|, (R, p)
+    s: Array  # sign of a_j, (R, p)
+
+
+def from_unit_network(a: Array, Wt: Array, log_scale: Array) -> LogParams:
+    """Log coordinates of the network lambda * (a, Wt) with log lambda = ``log_scale`` (R,)."""
+    norm = jnp.sqrt(jnp.sum(Wt**2, axis=0))
+    shift = log_scale[:, None]
+    return LogParams(Wt / norm[None], jnp.log(norm) + shift, jnp.log(jnp.abs(a)) + shift,
+                     jnp.sign(a))
+
+
+def weights(params: LogParams) -> tuple[Array, Array]:
+    """Effective (a, Wt) for the forward pass: a_eff = s exp(alpha + rho) with directions U, so
+    a_eff sigma(<u, x>) = a sigma(<w, x>); the gradient is then taken with respect to U."""
+    return params.s * jnp.exp(params.alpha + params.rho), params.U
+
+
+def update(params: LogParams, bg: BatchGradient, rate: float, kappa: float, train_a: bool,
+           tied: bool) -> LogParams:
+    """The GD step of size rate = eta T in log coordinates (see the module docstring). ``bg`` is
+    the gradient at (a_eff, U): v = kappa M and <u_j, v_j> = bg.grad_a."""
+    v = kappa * bg.M
+    q = params.U - (rate * params.s * jnp.exp(params.alpha - params.rho))[None] * v
+    q_norm = jnp.sqrt(jnp.sum(q**2, axis=0))
+    rho = params.rho + jnp.log(q_norm)
+    U = q / q_norm[None]
+    if tied:
+        return LogParams(U, rho, rho, params.s)
+    if not train_a:
+        return LogParams(U, rho, params.alpha, params.s)
+    f = 1.0 - rate * params.s * jnp.exp(params.rho - params.alpha) * bg.grad_a
+    return LogParams(U, rho, params.alpha + jnp.log(jnp.abs(f)), params.s * jnp.sign(f))
+
+
+def log_norms(params: LogParams) -> tuple[Array, Array]:
+    """(log ||w_j||, log |a_j|), (R, p) each."""
+    return params.rho, params.alpha
