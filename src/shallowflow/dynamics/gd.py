@@ -406,7 +406,7 @@ def simulate(
         records["W"] = restore(records["W"].astype(np.float64), reduction.basis, W_perp)
     log_final = None
     if cfg.parametrisation == "lognorm":
-        log_final = {"log_norm": np.asarray(end.log_w), "log_abs_a": np.asarray(end.log_a)}
+        log_final = {"log_norm": np.asarray(end.log_norm), "log_abs_a": np.asarray(end.log_abs_a)}
     status = status_arrays(np.asarray(state.code), np.asarray(state.event_step))
     return EngineResult(
         Network(np.asarray(start.a), full_W(start.Wt)), Network(np.asarray(end.a), full_W(end.Wt)),
