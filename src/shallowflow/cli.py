@@ -47,6 +47,10 @@ def run(
     except _user_errors() as err:
         _fail(err)
         return
+    for note in filter(None, ds.attrs.get("notes", "").split("\n")):
+        console.print(f"[cyan]note:[/] {note}", highlight=False)
+    if "certificate" in ds.attrs:
+        console.print(ds.attrs["certificate"], highlight=False)
     loss = ds["loss"].values
     console.print(
         f"{exp.name}: {ds.sizes['run']} run(s), {int(ds.step[-1])} steps (flow time "

@@ -179,29 +179,74 @@ class DpbInit(_Strict):
     first_layer: Literal["gaussian", "uniform"] = "gaussian"
 
 
-class BalancedInit(_Strict):
+class _Scaled(_Strict):
+    """Schemes homogeneous in their scale lambda: give ``scale`` or its natural log ``log_scale``
+    (for scales below the float range, e.g. log_scale = -1000 for lambda = exp(-1000))."""
+
+    scale: float | None = Field(None, gt=0)
+    log_scale: float | None = Field(None, lt=700)
+    width_scaling: bool = False
+
+    @model_validator(mode="after")
+    def _one_scale(self) -> _Scaled:
+        if (self.scale is None) == (self.log_scale is None):
+            raise ValueError("scale/log_scale: give exactly one of init.scale or init.log_scale")
+        return self
+
+    def log_lambda(self, width: int) -> float:
+        """log of the effective scale: log(scale) (- log(sqrt p) with width_scaling)."""
+        base = math.log(self.scale) if self.scale is not None else float(self.log_scale)
+        return base - (0.5 * math.log(width) if self.width_scaling else 0.0)
+
+
+class BalancedInit(_Scaled):
     """Balanced a_j = +-||w_j||: norm exactly ``scale`` (TBLEL) or Gaussian radial law (BF)."""
 
     scheme: Literal["balanced"]
-    scale: float = Field(gt=0)
-    width_scaling: bool = False
     radial: Literal["fixed", "gaussian"] = "fixed"
 
 
-class GaussianInit(_Strict):
+class GaussianInit(_Scaled):
     """Unbalanced Gaussian w ~ N(0, s^2 I), a ~ N(0, s^2) (BF 'unbalanced', MMV experiments)."""
 
     scheme: Literal["gaussian"]
-    scale: float = Field(gt=0)
-    width_scaling: bool = False
 
 
-class DominatedInit(_Strict):
+class DominatedInit(_Scaled):
     """BF 'dominated': w entries U([-s, s]), a = +-s sqrt(d)."""
 
     scheme: Literal["dominated"]
-    scale: float = Field(gt=0)
-    width_scaling: bool = False
+
+
+class GivenInit(_Scaled):
+    """A network read from ``path`` (.npz with arrays ``a`` (p,) and ``W`` (p, d)), multiplied by
+    the scale: to start from chosen directions and signs (e.g. the MATH.md §3.6 hand vector)."""
+
+    scheme: Literal["given"]
+    path: str
+
+    @model_validator(mode="after")
+    def _readable(self) -> GivenInit:
+        load_given(self.path)
+        return self
+
+
+def load_given(path: str) -> tuple[Any, Any]:
+    """(a, W) from a .npz file, validated: finite, a (p,), W (p, d)."""
+    import numpy as np
+
+    file = Path(path)
+    if not file.is_file() or file.suffix != ".npz":
+        raise ValueError(f"init.path: need an existing .npz file with arrays a and W, got {path!r}")
+    with np.load(file, allow_pickle=False) as z:
+        if not {"a", "W"} <= set(z.files):
+            raise ValueError(f"init.path: {file.name} must hold arrays 'a' and 'W', has {z.files}")
+        a, W = np.asarray(z["a"], float), np.asarray(z["W"], float)
+    if a.ndim != 1 or W.ndim != 2 or W.shape[0] != a.shape[0]:
+        raise ValueError(f"init.path: need a (p,) and W (p, d), got {a.shape} and {W.shape}")
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(W))):
+        raise ValueError(f"init.path: {file.name} holds non-finite values")
+    return a, W
 
 
 class GroupInit(_Strict):
@@ -219,7 +264,7 @@ class PytorchInit(_Strict):
 
 
 InitSpec = Annotated[
-    DpbInit | BalancedInit | GaussianInit | DominatedInit | GroupInit | PytorchInit,
+    DpbInit | BalancedInit | GaussianInit | DominatedInit | GroupInit | PytorchInit | GivenInit,
     Field(discriminator="scheme"),
 ]
 
@@ -239,6 +284,16 @@ class TrainSpec(_Strict):
     layers: Literal["both", "first"] = "both"
     stop_loss: float | None = Field(None, ge=0, description="freeze a run once L < stop_loss")
     dtype: Literal["float64", "float32"] = "float64"
+    engine: Literal["auto", "plain", "lognorm"] = Field(
+        "auto", description="lognorm: log-norm coordinates (auto: when lambda^2 underflows)")
+    balance: Literal["free", "tied"] = Field(
+        "free", description="lognorm: 'free' is plain GD; 'tied' keeps a_j = s_j ||w_j|| exactly")
+    activity_mask: Literal["auto", "on", "off"] = Field(
+        "auto", description="persistent activity mask (auto: on for orthogonal data)")
+    reduce: Literal["auto", "on", "off"] = Field(
+        "auto", description="train in the data span (auto: when n < d or rows are orthogonal)")
+    certify: int = Field(0, ge=0, le=2, description="rerun at lr/2 (1) and lr/4 (2)")
+    certify_tol: float | None = Field(None, gt=0, description="required relative certificate")
 
     @model_validator(mode="after")
     def _consistent(self) -> TrainSpec:
@@ -250,6 +305,12 @@ class TrainSpec(_Strict):
             raise ValueError("batch_size: optimizer 'sgd' needs train.batch_size")
         if self.optimizer == "gd" and self.batch_size is not None:
             raise ValueError("batch_size: only for optimizer 'sgd' (gd is full batch)")
+        if self.optimizer == "sgd" and self.activity_mask == "on":
+            raise ValueError("activity_mask: 'on' needs full-batch GD, not sgd")
+        if self.optimizer == "sgd" and self.reduce == "on":
+            raise ValueError("reduce: 'on' needs full-batch GD, not sgd")
+        if self.certify_tol is not None and self.certify == 0:
+            raise ValueError("certify_tol: needs train.certify >= 1")
         return self
 
     @property
@@ -297,6 +358,18 @@ class Experiment(_Strict):
         if self.train.batch_size is not None and self.train.batch_size > n:
             raise ValueError(
                 f"train.batch_size: must be <= n = {n}, got {self.train.batch_size}")
+        if self.train.activity_mask == "on" and self.model.activation != "relu":
+            raise ValueError("train.activity_mask: 'on' needs activation 'relu'")
+        if self.train.balance == "tied" and (self.train.engine == "plain"
+                                             or not isinstance(self.init, BalancedInit)):
+            raise ValueError("train.balance: 'tied' needs init.scheme 'balanced' and the "
+                             "lognorm engine")
+        if isinstance(self.init, GivenInit):
+            _, W = load_given(self.init.path)
+            if W.shape != (self.model.width, self.input_dim):
+                raise ValueError(
+                    f"init.path: W has shape {W.shape}, the model needs (width, d) = "
+                    f"({self.model.width}, {self.input_dim})")
         if isinstance(self.init, GroupInit):
             if not isinstance(self.data, (OrthogonalData, OrthonormalData)):
                 raise ValueError(
@@ -322,6 +395,41 @@ class Experiment(_Strict):
     @property
     def input_dim(self) -> int:
         return input_dim(self.data) + (1 if self.model.bias else 0)
+
+    @property
+    def log_lambda(self) -> float | None:
+        """log of the effective initial scale, for schemes homogeneous in it (else None)."""
+        return self.init.log_lambda(self.model.width) if isinstance(self.init, _Scaled) else None
+
+    def resolved(self) -> tuple[dict[str, Any], list[str]]:
+        """The 'auto' choices of ``train`` made concrete, and a note for each automatic choice."""
+        t, notes = self.train, []
+        orthogonal_data = self.data.kind in ("orthogonal", "orthonormal")
+        engine = t.engine
+        if engine == "auto":
+            tiny = 2.2250738585072014e-308 if t.dtype == "float64" else 1.1754944e-38
+            lam = self.log_lambda
+            engine = "plain"
+            if (lam is not None and 2 * lam < math.log(tiny)) or t.balance == "tied":
+                engine = "lognorm"
+                if t.balance != "tied":
+                    notes.append(
+                        f"engine: lambda^2 = exp({2 * lam:.4g}) is below the smallest normal "
+                        f"{t.dtype} ({tiny:.3g}): using the log-norm engine (MATH.md §0.3)")
+        mask = t.activity_mask
+        if mask == "auto":
+            mask = "on" if (orthogonal_data and self.model.activation == "relu"
+                            and t.optimizer == "gd") else "off"
+            if mask == "on":
+                notes.append("activity_mask: on (orthogonal data: dead pairs never revive, "
+                             "MATH.md §0.3)")
+        reduce = t.reduce
+        if reduce == "auto":
+            n, d = n_samples(self.data), self.input_dim
+            reduce = "on" if t.optimizer == "gd" and (orthogonal_data or n < d) else "off"
+            if reduce == "on":
+                notes.append("reduce: training in the span of the data (lossless)")
+        return {"engine": engine, "activity_mask": mask == "on", "reduce": reduce == "on"}, notes
 
 
 def n_samples(data: Any) -> int:

@@ -11,6 +11,7 @@ seed, name) share array shapes and compiled code, and are trained together in on
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 import xarray as xr
 
+from shallowflow import certificate
 from shallowflow import data as datagen
 from shallowflow import init as inits
 from shallowflow.activations import Activation
@@ -32,7 +34,8 @@ from shallowflow.losses import Loss
 from shallowflow.network import Network, add_bias_column
 from shallowflow.probes import PROBES
 
-BATCHABLE = ("name", "seed", "runs", "init.scale", "train.stop_loss", "data.seed")
+BATCHABLE = ("name", "seed", "runs", "init.scale", "init.log_scale", "train.stop_loss",
+             "data.seed")
 
 
 @dataclass(frozen=True)
@@ -55,18 +58,22 @@ def static_signature(exp: Experiment) -> str:
     return json.dumps(d, sort_keys=True)
 
 
-def engine_config(exp: Experiment) -> EngineConfig:
-    """The compile-time engine settings of an experiment."""
+def engine_config(exp: Experiment, lr: float | None = None) -> EngineConfig:
+    """The compile-time engine settings of an experiment (optionally at another step)."""
     probes = tuple(exp.record.probes) + (("W",) if exp.record.snapshots else ())
+    settings, _ = exp.resolved()
     return EngineConfig(
         activation=Activation(exp.model.leak),
         loss=Loss(exp.train.loss, exp.train.reduction),
         kappa=exp.kappa,
-        lr=exp.train.lr,
+        lr=exp.train.lr if lr is None else lr,
         time_scale=exp.time_scale,
         train_second_layer=exp.train.layers == "both",
         batch_size=exp.train.batch_size,
         probes=tuple(dict.fromkeys(probes)),
+        parametrisation=settings["engine"],
+        tied_balance=exp.train.balance == "tied",
+        activity_mask=settings["activity_mask"],
     )
 
 
@@ -114,20 +121,25 @@ def dataset_of(ref: RunRef) -> tuple[np.ndarray, np.ndarray]:
 
 
 # ------------------------------------------------------------------------------------------ init
-def init_network(exp: Experiment, key: jax.Array, scale: float, X: jax.Array,
-                 y: jax.Array) -> Network:
-    """The initial network of one run (scale passed separately so it may vary within a batch)."""
+def init_network(exp: Experiment, key: jax.Array, X: jax.Array, y: jax.Array) -> Network:
+    """The initial network of one run. Schemes homogeneous in their scale lambda return the
+    network at lambda = 1; the engine multiplies by exp(log lambda) (or keeps log coordinates)."""
     spec, p, d = exp.init, exp.model.width, X.shape[-1]
     if spec.scheme == "dpb":
         return inits.dpb(key, p, d, spec.first_layer)
     if spec.scheme == "balanced":
-        return inits.balanced(key, p, d, scale, spec.width_scaling, spec.radial)
+        return inits.balanced(key, p, d, 1.0, False, spec.radial)
     if spec.scheme == "gaussian":
-        return inits.gaussian(key, p, d, scale, spec.width_scaling)
+        return inits.gaussian(key, p, d, 1.0, False)
     if spec.scheme == "dominated":
-        return inits.dominated(key, p, d, scale, spec.width_scaling)
+        return inits.dominated(key, p, d, 1.0, False)
     if spec.scheme == "group":
-        return inits.group(key, X, y, p, scale, spec.direction)
+        return inits.group(key, X, y, p, spec.scale, spec.direction)
+    if spec.scheme == "given":
+        from shallowflow.config import load_given
+
+        a, W = load_given(spec.path)
+        return Network(jnp.asarray(a), jnp.asarray(W))
     if spec.scheme == "pytorch":
         return inits.pytorch(key, p, d)
     raise ConfigError(f"init.scheme: unknown {spec.scheme!r}")
@@ -162,6 +174,9 @@ class BatchInputs:
     keys: jax.Array
     schedule: np.ndarray
     dtype: str
+    log_scale: np.ndarray | None  # (R,) log lambda per run, or None (scale-free schemes)
+    reduce: bool
+    notes: list[str]
 
 
 def prepare_batch(refs: Sequence[RunRef]) -> BatchInputs:
@@ -185,20 +200,22 @@ def prepare_batch(refs: Sequence[RunRef]) -> BatchInputs:
             _check_group_labels(first, y, refs[i].index)
     X = sets[0][0] if shared else np.stack([s[0] for s in sets])
     y = sets[0][1] if shared else np.stack([s[1] for s in sets])
-    scales = np.array([getattr(r.experiment.init, "scale", 1.0) for r in refs])
     keys = jnp.stack([run_key(r) for r in refs])
     init_keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
     sgd_keys = jax.vmap(lambda k: jax.random.fold_in(k, 2))(keys)
     Xj, yj = jnp.asarray(X), jnp.asarray(y)
     axis = None if shared else 0
-    net0 = jax.jit(jax.vmap(lambda k, s, Xr, yr: init_network(first, k, s, Xr, yr),
-                            in_axes=(0, 0, axis, axis)))(init_keys, jnp.asarray(scales), Xj, yj)
+    net0 = jax.jit(jax.vmap(lambda k, Xr, yr: init_network(first, k, Xr, yr),
+                            in_axes=(0, axis, axis)))(init_keys, Xj, yj)
+    log_scale = (None if first.log_lambda is None
+                 else np.array([r.experiment.log_lambda for r in refs]))
+    settings, notes = first.resolved()
     dtype = first.train.dtype
     net0 = jax.tree_util.tree_map(lambda v: v.astype(dtype), net0)
     stop = np.array([np.inf * -1 if r.experiment.train.stop_loss is None
                      else r.experiment.train.stop_loss for r in refs])
     return BatchInputs(refs, engine_config(first), net0, X.astype(dtype), y.astype(dtype), stop,
-                       sgd_keys, schedule_of(first), dtype)
+                       sgd_keys, schedule_of(first), dtype, log_scale, settings["reduce"], notes)
 
 
 def to_dataset(batch: BatchInputs, result: EngineResult) -> xr.Dataset:
@@ -214,8 +231,7 @@ def to_dataset(batch: BatchInputs, result: EngineResult) -> xr.Dataset:
         "dim": np.arange(batch.X.shape[-1]),
         "seed": ("run", np.array([r.experiment.seed for r in batch.refs])),
         "run_index": ("run", np.array([r.index for r in batch.refs])),
-        "init_scale": ("run", np.array([getattr(r.experiment.init, "scale", np.nan)
-                                       for r in batch.refs], dtype=float)),
+        "log_scale": ("run", np.full(R, np.nan) if batch.log_scale is None else batch.log_scale),
         "stop_loss": ("run", batch.stop_loss.astype(float)),
     }
     variables: dict[str, Any] = {}
@@ -227,6 +243,9 @@ def to_dataset(batch: BatchInputs, result: EngineResult) -> xr.Dataset:
     variables["W_init"] = (("run", "neuron", "dim"), result.initial.W)
     variables["a_final"] = (("run", "neuron"), result.final.a)
     variables["W_final"] = (("run", "neuron", "dim"), result.final.W)
+    if result.log_final is not None:
+        variables["log_norm_final"] = (("run", "neuron"), result.log_final["log_norm"])
+        variables["log_abs_a_final"] = (("run", "neuron"), result.log_final["log_abs_a"])
     attrs = {
         "experiment": exp.name,
         "lr": exp.train.lr,
@@ -236,20 +255,69 @@ def to_dataset(batch: BatchInputs, result: EngineResult) -> xr.Dataset:
         "reduction": exp.train.reduction,
         "dtype": batch.dtype,
         "time_units": "flow time: step * lr (dtheta/dt = -T grad L)",
+        "engine": batch.config.parametrisation,
+        "balance": "tied" if batch.config.tied_balance else "free",
+        "activity_mask": int(batch.config.activity_mask),
+        "reduced": int(batch.reduce),
+        "notes": "\n".join(batch.notes),
     }
     ds = xr.Dataset(variables, coords=coords, attrs=attrs)
+    if batch.log_scale is not None and np.all(batch.log_scale < 0):
+        # TBLEL's accelerated time t / log(1/lambda) (MATH.md §3.2)
+        ds = ds.assign_coords(time_accelerated=(("run", "time"),
+                                                ds.time.values[None] / -batch.log_scale[:, None]))
+        ds = ds.assign_coords(init_scale=("run", np.exp(batch.log_scale)))
     for name in result.records:
         ds[name].attrs["description"] = PROBES[name].description
     return ds
 
 
+def _run_engine(batch: BatchInputs, level: int = 0,
+                progress: Callable[[int, int], None] | None = None) -> EngineResult:
+    """Train the batch at step lr / 2^level, recording at the same flow times."""
+    exp = batch.refs[0].experiment
+    cfg = engine_config(exp, exp.train.lr / 2**level)
+    return engine_simulate(cfg, batch.net0, batch.X, batch.y, batch.schedule * 2**level,
+                           batch.stop_loss, batch.keys, progress=progress,
+                           log_scale=batch.log_scale, reduce=batch.reduce)
+
+
 def simulate_refs(refs: Sequence[RunRef],
                   progress: Callable[[int, int], None] | None = None) -> xr.Dataset:
-    """Train one batch of shape-compatible runs and return its Dataset."""
+    """Train one batch of shape-compatible runs and return its Dataset (with the step-size
+    certificate when ``train.certify`` asks for it)."""
     batch = prepare_batch(refs)
-    result = engine_simulate(batch.config, batch.net0, batch.X, batch.y, batch.schedule,
-                             batch.stop_loss, batch.keys, progress=progress)
-    return to_dataset(batch, result)
+    result = _run_engine(batch, 0, progress)
+    ds = to_dataset(batch, result)
+    levels = batch.refs[0].experiment.train.certify
+    if levels:
+        ds = _certify(ds, batch, result, levels)
+    return ds
+
+
+def _certify(ds: xr.Dataset, batch: BatchInputs, result: EngineResult, levels: int) -> xr.Dataset:
+    """Rerun at lr/2 (and lr/4) and attach the certificate (shallowflow.certificate)."""
+    runs = [result] + [_run_engine(batch, k) for k in range(1, levels + 1)]
+    abs_d, rel_d, by_probe = [], [], []
+    for coarse, fine in itertools.pairwise(runs):
+        a, r, per = certificate.distances(coarse.records, fine.records)
+        abs_d.append(a)
+        rel_d.append(r)
+        by_probe.append(per)
+    names = list(by_probe[0])
+    tol = batch.refs[0].experiment.train.certify_tol
+    rel = np.stack(rel_d, axis=1)
+    ds = ds.assign_coords(refinement=[f"lr/{2**k} vs lr/{2**(k + 1)}" for k in range(levels)],
+                          certified_probe=names)
+    ds["certificate_abs"] = (("run", "refinement"), np.stack(abs_d, axis=1))
+    ds["certificate_rel"] = (("run", "refinement"), rel)
+    ds["certificate_rel_by_probe"] = (
+        ("run", "refinement", "certified_probe"),
+        np.stack([np.stack([p[n] for n in names], axis=1) for p in by_probe], axis=1))
+    ds.attrs["certificate"] = certificate.verdict(rel, tol)
+    if tol is not None:
+        ds["certified"] = ("run", rel[:, 0] <= tol)
+    return ds
 
 
 def simulate(exp: Experiment, runs: Sequence[int] | None = None,
