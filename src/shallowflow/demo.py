@@ -26,7 +26,7 @@ from shallowflow.experiment import data_dataset, simulate
 from shallowflow.progress import step_progress
 from shallowflow.store import atomic_dir, check_output_dir, provenance, write_netcdf
 
-DEMO_SIZES = (32, 64, 128, 256)
+DEMO_SIZES = (64, 128, 256, 512, 1024)
 DEMO_RUNS = 16
 
 
