@@ -78,3 +78,12 @@ def test_sweep_rows_match_solo_runs(tmp_path):
     solo = simulate(pt.experiment, runs=[1])
     row = table[(table.point == 3) & (table.run_index == 1)].iloc[0]
     assert row.loss_final == pytest.approx(float(solo.loss.values[0, -1]), rel=1e-12)
+
+
+def test_scales_needing_different_engines_are_not_batched_together():
+    """init.scale is batchable, but lambda = 1e-200 needs the log-norm engine and 1e-3 does not."""
+    sw = sweep_from_mapping({"name": "s", "base": BASE, "grid": {"init.scale": [1e-3, 1e-200]}})
+    batches = plan(sw)
+    assert len(batches) == 2
+    engines = {b.members[0][1].experiment.resolved()[0]["engine"] for b in batches}
+    assert engines == {"plain", "lognorm"}

@@ -55,6 +55,7 @@ def static_signature(exp: Experiment) -> str:
         for h in head:
             node = node[h]
         node.pop(last, None)
+    d["resolved"] = exp.resolved()[0]  # automatic choices may depend on batchable fields
     return json.dumps(d, sort_keys=True)
 
 
