@@ -153,3 +153,21 @@ def test_mask_stops_dead_pairs_reviving_at_lambda_1e_100():
     start_active = (np.asarray(X) @ np.asarray(net.W[0]).T) > 0
     end_active = res[True].records["active"][0, -1]
     assert np.all(start_active[end_active]) and end_active.sum() < start_active.sum()
+
+
+def test_lognorm_keeps_the_out_of_span_norm_at_tiny_scale():
+    """d > n: ||w_j||^2 = ||w_span||^2 + ||w_perp||^2 with w_perp constant; at lambda = 1e-200 the
+    log-norm engine must keep log ||w_j|| exact although ||w_perp||^2 = 1e-400 underflows."""
+    n, d = 3, 7
+    X, y = orthonormal(jax.random.PRNGKey(3), n, d, "canonical", "abs_normal")
+    net = batch(unit_balanced(4, 2, d))
+    L = -200 * np.log(10.0)
+    cfg = EngineConfig(lr=0.1, parametrisation="lognorm", probes=("log_norm",))
+    r = simulate(cfg, net, X, y, record_schedule(20, every=10), log_scale=np.array([L]),
+                 reduce=True)
+    W = np.asarray(net.W[0])
+    np.testing.assert_allclose(r.records["log_norm"][0, 0], np.log(np.linalg.norm(W, axis=1)) + L,
+                               rtol=1e-14)
+    # after a few steps the span part has moved but the perpendicular part is unchanged
+    perp0 = np.linalg.norm(W[:, n:], axis=1)
+    assert np.all(np.exp(r.records["log_norm"][0, -1] - L) >= perp0 * (1 - 1e-12))

@@ -27,7 +27,7 @@ from typing import Any
 
 import xarray as xr
 
-PARAM_VARS = ("a_init", "W_init", "a_final", "W_final", "W")
+PARAM_VARS = ("a_init", "W_init", "a_final", "W_final", "W", "log_norm_final", "log_abs_a_final")
 ENGINE = "h5netcdf"
 
 

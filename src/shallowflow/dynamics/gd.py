@@ -92,6 +92,7 @@ class Reference(NamedTuple):
     """Constants of the batch the probes compare against."""
 
     perp_sq: Array  # ||w_j||^2 outside the data span (constant), (R, p)
+    log_perp_sq: Array  # its log, exact also when perp_sq underflows (tiny lambda)
     params0: plain.PlainParams | logscale.LogParams  # the initial parameters
 
 
@@ -192,7 +193,7 @@ def _context(cfg: EngineConfig, params, bg: BatchGradient | None,
     if cfg.parametrisation == "lognorm":
         p = params
         a, Wt = p.s * jnp.exp(p.alpha), jnp.exp(p.rho)[None] * p.U
-        log_w = 0.5 * jnp.logaddexp(2 * p.rho, jnp.log(ref.perp_sq))
+        log_w = 0.5 * jnp.logaddexp(2 * p.rho, ref.log_perp_sq)
         log_a = p.alpha
         if bg is not None:
             g2 = jnp.exp(2 * p.alpha) * cfg.kappa**2 * jnp.sum(bg.M**2, axis=0)
@@ -314,7 +315,8 @@ def _initial_state(cfg: EngineConfig, a0: Array, Wt0: Array, log_scale: Array | 
     mask = jnp.ones((n, R, p), bool) if cfg.activity_mask else None
     state = EngineState(params, jnp.full((R,), RUNNING, jnp.int32), -jnp.ones((R,), jnp.int64),
                         mask)
-    return state, Reference(jnp.exp(log_perp_sq + 2 * shift[:, None]), params)
+    log_perp = log_perp_sq + 2 * shift[:, None]
+    return state, Reference(jnp.exp(log_perp), log_perp, params)
 
 
 def simulate(
