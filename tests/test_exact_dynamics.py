@@ -171,3 +171,33 @@ def test_lognorm_keeps_the_out_of_span_norm_at_tiny_scale():
     # after a few steps the span part has moved but the perpendicular part is unchanged
     perp0 = np.linalg.norm(W[:, n:], axis=1)
     assert np.all(np.exp(r.records["log_norm"][0, -1] - L) >= perp0 * (1 - 1e-12))
+
+
+@pytest.mark.parametrize(("runs", "per_run"), [(8, False), (6, True)])
+def test_blocked_diagonal_path_equals_unblocked(monkeypatch, runs, per_run):
+    """Runs are independent: advancing blocks of runs through the whole time loop (the cache-
+    friendly diagonal path) gives exactly the batch-at-once result, with and without stops."""
+    import shallowflow.dynamics.gd as gd
+
+    n, d, p = 10, 14, 3
+    keys = jax.random.split(jax.random.PRNGKey(0), runs)
+    if per_run:
+        data = [orthogonal(k, n, d, basis="random") for k in keys]
+        X, y = np.stack([a for a, _ in data]), np.stack([b for _, b in data])
+    else:
+        X, y = orthogonal(keys[0], n, d, basis="random")
+    nets = jax.vmap(lambda k: dpb(k, p, d))(jax.random.split(jax.random.PRNGKey(1), runs))
+    cfg = EngineConfig(kappa=1 / p, lr=0.5, time_scale=p, activity_mask=True,
+                       probes=("loss", "neuron_norm", "active_count"))
+    sched = record_schedule(300, every=25)
+    stop = np.where(np.arange(runs) % 2 == 0, 10.0, -np.inf)  # even runs are frozen at once
+    blocked = simulate(cfg, nets, X, y, sched, stop_loss=stop, reduce=True)
+    assert gd._block_size(gd.DiagonalInputs(np.ones((n, runs))), runs) > 1
+    monkeypatch.setattr(gd, "DIAGONAL_BLOCK", 10**6)
+    whole = simulate(cfg, nets, X, y, sched, stop_loss=stop, reduce=True)
+    for name in whole.records:
+        np.testing.assert_array_equal(blocked.records[name], whole.records[name])
+    for name in whole.status:
+        np.testing.assert_array_equal(blocked.status[name], whole.status[name])
+    np.testing.assert_array_equal(blocked.final.W, whole.final.W)
+    assert 0 < blocked.status["stopped"].sum() < runs

@@ -77,17 +77,21 @@ def reduce_data(X: np.ndarray) -> Reduction | None:
 
 def project(W: np.ndarray, Q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(W_r = W Q, W_perp = W - W_r Q^T) for W (R, p, d) and Q (d, r) or (R, d, r)."""
-    if Q.ndim == 2:
-        Wr = W @ Q
-        return Wr, W - Wr @ Q.T
+    if Q.ndim == 2:  # one 2-D GEMM over all runs' neurons (numpy's stacked matmul is slower)
+        R, p, d = W.shape
+        Wr = (W.reshape(R * p, d) @ Q).reshape(R, p, -1)
+        return Wr, W - (Wr.reshape(R * p, -1) @ Q.T).reshape(R, p, d)
     Wr = np.einsum("rpd,rdk->rpk", W, Q)
     return Wr, W - np.einsum("rpk,rdk->rpd", Wr, Q)
 
 
 def restore(Wr: np.ndarray, Q: np.ndarray, W_perp: np.ndarray) -> np.ndarray:
     """W = W_r Q^T + W_perp; W_r may carry a record axis: (R, K, p, r) with W_perp (R, p, d)."""
-    if Wr.ndim == 4:
-        full = Wr @ Q.T if Q.ndim == 2 else np.einsum("rkpj,rdj->rkpd", Wr, Q)
-        return full + W_perp[:, None]
-    full = Wr @ Q.T if Q.ndim == 2 else np.einsum("rpj,rdj->rpd", Wr, Q)
-    return full + W_perp
+    lead = Wr.shape[:-1]
+    if Q.ndim == 2:
+        full = (Wr.reshape(-1, Wr.shape[-1]) @ Q.T).reshape((*lead, Q.shape[0]))
+    elif Wr.ndim == 4:
+        full = np.einsum("rkpj,rdj->rkpd", Wr, Q)
+    else:
+        full = np.einsum("rpj,rdj->rpd", Wr, Q)
+    return full + (W_perp[:, None] if Wr.ndim == 4 else W_perp)
