@@ -2,7 +2,8 @@
 
     make bench                      or        .venv/bin/python bench/run_all.py
 
-Each benchmark also runs alone (bench/bench_throughput.py, bench/bench_tiny.py) and writes its raw
+Each benchmark also runs alone (bench/bench_throughput.py, bench/bench_tiny.py,
+bench/bench_reduced.py, bench/bench_town_fig1.py) and writes its raw
 numbers to bench/out/<name>.json. Timings are wall-clock best-of-k with compilation excluded,
 so run on an otherwise idle machine: before each benchmark it waits (up to --max-wait seconds)
 until other processes keep fewer than --max-busy cores busy, and it records that and the CPU time
@@ -22,8 +23,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import bench_reduced
 import bench_throughput
 import bench_tiny
+import bench_town_fig1
 from _common import (
     BENCH_DIR,
     ForeignLoad,
@@ -70,6 +73,9 @@ def main(argv: list[str] | None = None) -> None:
          bench_throughput.table),
         ("Long tiny run vs PyTorch", "tiny", lambda: bench_tiny.bench(steps=args.tiny_steps),
          bench_tiny.table),
+        ("Reduced vs dense engine on orthogonal data", "reduced", bench_reduced.bench,
+         bench_reduced.table),
+        ("Town et al. Figure 1", "town_fig1", bench_town_fig1.bench, bench_town_fig1.table),
     ]
     sections: list[tuple[str, str, str]] = []
     t_start = time.perf_counter()
@@ -94,7 +100,8 @@ def main(argv: list[str] | None = None) -> None:
         "",
         "Reproduce with `make bench` or `.venv/bin/python bench/run_all.py`. "
         "Each benchmark also runs alone: "
-        "`.venv/bin/python bench/bench_throughput.py`, `.venv/bin/python bench/bench_tiny.py`; "
+        "`.venv/bin/python bench/bench_throughput.py`, `.venv/bin/python bench/bench_tiny.py`, "
+        "`.venv/bin/python bench/bench_reduced.py`, `.venv/bin/python bench/bench_town_fig1.py`; "
         "raw numbers go to `bench/out/*.json`. The PyTorch baseline needs the optional `bench` "
         "extra (`.venv/bin/pip install torch==2.13.0`, or `pip install -e .[bench]`); without "
         "torch it is skipped.",
