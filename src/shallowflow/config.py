@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from shallowflow.probes import PROBES
+from shallowflow.probes import DEFAULT_PROBES, PROBES
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -325,10 +325,7 @@ class RecordSpec(_Strict):
 
     every: int | None = Field(None, gt=0, description="record every this many steps")
     points: int = Field(100, ge=0, description="geometrically spaced record points")
-    probes: tuple[str, ...] = Field(
-        ("loss", "pl_curvature", "balance_drift", "neuron_norm", "a", "active_count",
-         "dead_neurons", "param_norm_sq"),
-    )
+    probes: tuple[str, ...] = DEFAULT_PROBES
     snapshots: bool = Field(False, description="also record all hidden weights W")
 
     @model_validator(mode="after")

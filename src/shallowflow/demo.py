@@ -11,6 +11,7 @@ Figure 6 and Conjecture 1 give mu ~ 1/sqrt(n). The demo measures both log-log sl
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -22,7 +23,7 @@ import numpy as np
 import xarray as xr
 
 from shallowflow.config import Experiment, experiment_from_mapping
-from shallowflow.experiment import data_dataset, simulate
+from shallowflow.experiment import simulate
 from shallowflow.progress import step_progress
 from shallowflow.store import atomic_dir, check_output_dir, provenance, write_netcdf
 
@@ -64,7 +65,6 @@ def run_demo(out: str | Path = "runs/demo", sizes=DEMO_SIZES, runs: int = DEMO_R
     results: dict[int, xr.Dataset] = {}
     for n in sizes:
         exp = demo_experiment(n, runs)
-        data_dataset(exp)
         with step_progress(f"demo n={n} (p={exp.model.width}, {runs} runs)",
                            show_progress) as update:
             results[n] = simulate(exp, progress=update)
@@ -123,8 +123,6 @@ def run_demo(out: str | Path = "runs/demo", sizes=DEMO_SIZES, runs: int = DEMO_R
         for n, ds in results.items():
             write_netcdf(ds, folder / f"results_n{n}.nc")
         (folder / "summary.txt").write_text(summary + "\n")
-        import json
-
         (folder / "provenance.json").write_text(json.dumps(provenance(seeds=[0]), indent=2) + "\n")
     plt.close(fig)
     return summary

@@ -285,9 +285,14 @@ def _run_engine(batch: BatchInputs, level: int = 0,
 
 def simulate_refs(refs: Sequence[RunRef],
                   progress: Callable[[int, int], None] | None = None) -> xr.Dataset:
-    """Train one batch of shape-compatible runs and return its Dataset (with the step-size
-    certificate when ``train.certify`` asks for it)."""
-    batch = prepare_batch(refs)
+    """Train one batch of shape-compatible runs and return its Dataset."""
+    return run_batch(prepare_batch(refs), progress)
+
+
+def run_batch(batch: BatchInputs,
+              progress: Callable[[int, int], None] | None = None) -> xr.Dataset:
+    """Train a prepared batch and return its Dataset (with the step-size certificate when
+    ``train.certify`` asks for it)."""
     result = _run_engine(batch, 0, progress)
     ds = to_dataset(batch, result)
     levels = batch.refs[0].experiment.train.certify
@@ -328,12 +333,9 @@ def simulate(exp: Experiment, runs: Sequence[int] | None = None,
     return simulate_refs([RunRef(exp, int(i)) for i in indices], progress)
 
 
-def data_dataset(exp: Experiment, runs: Sequence[int] | None = None) -> xr.Dataset:
-    """The training data of the runs of ``exp`` as a Dataset (shared: no run dimension)."""
-    refs = [RunRef(exp, int(i)) for i in (range(exp.runs) if runs is None else runs)]
-    if not exp.data.per_run:
-        X, y = dataset_of(refs[0])
-        return xr.Dataset({"X": (("sample", "dim"), X), "y": (("sample",), y)})
-    sets = [dataset_of(r) for r in refs]
-    return xr.Dataset({"X": (("run", "sample", "dim"), np.stack([s[0] for s in sets])),
-                       "y": (("run", "sample"), np.stack([s[1] for s in sets]))})
+def batch_data(batch: BatchInputs) -> xr.Dataset:
+    """The training data of a prepared batch as a Dataset (shared data: no run dimension)."""
+    if batch.X.ndim == 2:
+        return xr.Dataset({"X": (("sample", "dim"), batch.X), "y": (("sample",), batch.y)})
+    return xr.Dataset({"X": (("run", "sample", "dim"), batch.X),
+                       "y": (("run", "sample"), batch.y)})

@@ -103,16 +103,23 @@ def atomic_dir(out: str | Path, overwrite: bool = False) -> Iterator[Path]:
         tmp.rename(out)
 
 
-def write_netcdf(ds: xr.Dataset, path: str | Path) -> None:
-    """Write ``ds`` to ``path`` atomically (temporary file, then rename)."""
+@contextlib.contextmanager
+def atomic_file(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; it replaces ``path`` only if the block succeeds."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:8]}")
     try:
-        ds.to_netcdf(tmp, engine=ENGINE)
+        yield tmp
         os.replace(tmp, path)
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def write_netcdf(ds: xr.Dataset, path: str | Path) -> None:
+    """Write ``ds`` to ``path`` atomically (temporary file, then rename)."""
+    with atomic_file(path) as tmp:
+        ds.to_netcdf(tmp, engine=ENGINE)
 
 
 def read_netcdf(path: str | Path) -> xr.Dataset:
@@ -122,10 +129,9 @@ def read_netcdf(path: str | Path) -> xr.Dataset:
 
 
 def write_text(path: str | Path, text: str) -> None:
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:8]}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    """Write ``text`` to ``path`` atomically."""
+    with atomic_file(path) as tmp:
+        tmp.write_text(text)
 
 
 def write_run(folder: Path, ds: xr.Dataset, data: xr.Dataset, config_toml: str,

@@ -40,7 +40,7 @@ from shallowflow.config import (
 )
 from shallowflow.experiment import RunRef, simulate_refs, static_signature
 from shallowflow.progress import make_progress
-from shallowflow.store import provenance, read_netcdf, write_netcdf, write_text
+from shallowflow.store import atomic_file, provenance, read_netcdf, write_netcdf, write_text
 
 
 @dataclass(frozen=True)
@@ -267,7 +267,6 @@ def summarise(out: str | Path) -> pd.DataFrame:
     table = pd.DataFrame(rows)
     if len(table):
         table = table.sort_values(["point", "run_index"]).reset_index(drop=True)
-    tmp = out / ".summary.parquet.tmp"
-    table.to_parquet(tmp, index=False)
-    tmp.replace(out / "summary.parquet")
+    with atomic_file(out / "summary.parquet") as tmp:
+        table.to_parquet(tmp, index=False)
     return table

@@ -40,7 +40,7 @@ from jax import Array, lax
 
 from shallowflow.activations import RELU, Activation
 from shallowflow.dynamics import logscale, plain
-from shallowflow.dynamics.reduce import reduce_data
+from shallowflow.dynamics.reduce import project, reduce_data, restore
 from shallowflow.inputs import SMALL, DiagonalInputs, Inputs, PerRunInputs, SharedInputs
 from shallowflow.losses import Loss
 from shallowflow.network import BatchGradient, Network, batch_loss_and_gradient, to_engine_layout
@@ -331,13 +331,15 @@ def _is_elementwise(inputs: Inputs) -> bool:
     return min(n, d) <= SMALL
 
 
-def _segment(cfg: EngineConfig, *args):
+def _segment(cfg: EngineConfig, step0: Array, state: EngineState, targets: Array,
+             inputs: Inputs, y: Array, stop_loss: Array, keys: Array, ref: Reference):
     """Run a compiled segment, choosing XLA's CPU options (and run blocking) for the layout."""
-    block = _block_size(args[3], args[5].shape[0])
+    args = (step0, state, targets, inputs, y, stop_loss, keys, ref)
+    block = _block_size(inputs, stop_loss.shape[0])
     if block > 1:
         fn = _segment_blocked_jit if _no_ynn_supported[0] else _segment_blocked_default
         return fn(cfg, block, *args)
-    if _no_ynn_supported[0] and _is_elementwise(args[3]):
+    if _no_ynn_supported[0] and _is_elementwise(inputs):
         try:
             return _segment_elementwise(cfg, *args)
         except Exception as err:  # an XLA without this option: use the default compiler
@@ -428,8 +430,6 @@ def simulate(
     W0 = np.asarray(net0.W)
     reduction = reduce_data(np.asarray(X)) if reduce else None
     if reduction is not None:
-        from shallowflow.dynamics.reduce import project
-
         Wr, W_perp = project(W0.astype(np.float64), reduction.basis)
         inputs_raw: Inputs | Array | np.ndarray = reduction.inputs
         W_engine = Wr.astype(dtype)
@@ -472,13 +472,9 @@ def simulate(
         W = np.asarray(jnp.transpose(Wt, (1, 2, 0)))
         if reduction is None:
             return W
-        from shallowflow.dynamics.reduce import restore
-
         return restore(W.astype(np.float64), reduction.basis, W_perp).astype(W.dtype)
 
     if reduction is not None and "W" in records:
-        from shallowflow.dynamics.reduce import restore
-
         records["W"] = restore(records["W"].astype(np.float64), reduction.basis, W_perp)
     log_final = None
     if cfg.parametrisation == "lognorm":

@@ -64,7 +64,3 @@ def update(params: LogParams, bg: BatchGradient, rate: float, kappa: float, trai
     f = 1.0 - rate * params.s * jnp.exp(params.rho - params.alpha) * bg.grad_a
     return LogParams(U, rho, params.alpha + jnp.log(jnp.abs(f)), params.s * jnp.sign(f))
 
-
-def log_norms(params: LogParams) -> tuple[Array, Array]:
-    """(log ||w_j||, log |a_j|), (R, p) each."""
-    return params.rho, params.alpha

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import jax.numpy as jnp
 from jax import Array
 
 from shallowflow.network import BatchGradient
@@ -28,7 +27,3 @@ def update(params: PlainParams, bg: BatchGradient, rate: float, train_a: bool) -
     a = params.a - rate * bg.grad_a if train_a else params.a
     return PlainParams(a, params.Wt - rate * bg.grad_Wt)
 
-
-def log_norms(params: PlainParams) -> tuple[Array, Array]:
-    """(log ||w_j||, log |a_j|), (R, p) each."""
-    return 0.5 * jnp.log(jnp.sum(params.Wt**2, axis=0)), jnp.log(jnp.abs(params.a))
