@@ -287,18 +287,22 @@ def test_divergence_is_per_run():
     big = Network(15.0 * net.a, 15.0 * net.W)  # same lr, ~200x the curvature: GD blows up
     res = simulate(CFG6, stack(net, big), X, y, SCHED6)
     assert list(res.status["diverged"]) == [False, True]
-    k = int(res.status["diverge_step"][1])
+    # diverge_step: the first step whose loss or parameters are non-finite; with a record at
+    # every step the run keeps the parameters of the step before, theta_k, k = diverge_step - 1
+    k = int(res.status["diverge_step"][1]) - 1
     assert k >= 1 and res.status["diverge_step"][0] == -1
     assert not res.status["stopped"].any()
     assert np.all(np.isfinite(res.final.a)) and np.all(np.isfinite(res.final.W))
 
-    # numpy: the run is finite up to theta_k, and step k produces a non-finite loss or update
+    # numpy: the run is finite up to theta_k (finite loss), and the next parameters theta_{k+1}
+    # have a non-finite loss or are non-finite themselves
     with np.errstate(over="ignore", invalid="ignore"):
         L_ref, a_k, W_k = np_gd(big.a, big.W, X, y, k, lr=LR6)
         L_k, ga, gW = np_loss_grad(a_k, W_k, X, y, 1.0, 0.0, "square", "mean")
-        nxt = np.concatenate([a_k - LR6 * ga, (W_k - LR6 * gW).ravel()])
-    assert np.all(np.isfinite(L_ref[:-1]))
-    assert not (np.isfinite(L_k) and np.all(np.isfinite(nxt)))
+        a_n, W_n = a_k - LR6 * ga, W_k - LR6 * gW
+        L_n = np_loss_grad(a_n, W_n, X, y, 1.0, 0.0, "square", "mean")[0]
+    assert np.all(np.isfinite(L_ref)) and np.isfinite(L_k)
+    assert not (np.isfinite(L_n) and np.all(np.isfinite(a_n)) and np.all(np.isfinite(W_n)))
     # the diverged run keeps its last finite parameters theta_k
     np.testing.assert_allclose(res.final.a[1], a_k, rtol=1e-6)
     np.testing.assert_allclose(res.final.W[1], W_k, rtol=1e-6)

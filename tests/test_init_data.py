@@ -295,3 +295,26 @@ def test_teacher(inputs):
     assert np.std((np.asarray(ya) - y) / 0.1) > 0.5
     with pytest.raises(ValueError):
         teacher(KEY, n, d, inputs="cube")
+
+
+def test_random_group_directions_are_independent_of_the_labels():
+    """Data and initialisation use separate key streams: with random group directions on
+    orthonormal data, no run's first-layer weights reproduce its labels (c_0 = 1 would mean
+    w_j parallel to D_j, i.e. u = |y|, which happened when the two streams coincided)."""
+    from shallowflow.config import experiment_from_mapping
+    from shallowflow.experiment import RunRef, dataset_of, prepare_batch
+
+    exp = experiment_from_mapping({
+        "name": "t", "seed": 3, "runs": 3,
+        "data": {"kind": "orthonormal", "n": 16, "d": 16, "labels": "abs_normal", "per_run": True},
+        "model": {"width": 4}, "init": {"scheme": "group", "direction": "random"},
+        "train": {"lr": 0.1, "steps": 1}})
+    batch = prepare_batch([RunRef(exp, r) for r in range(3)])
+    for r in range(3):
+        X, y = dataset_of(RunRef(exp, r))
+        u = np.asarray(batch.net0.W[r]) @ X.T  # (p, n): <w_j, x_i>
+        for j in range(4):
+            block = u[j, 4 * j: 4 * j + 4]
+            labels = y[4 * j: 4 * j + 4]
+            cos = block @ labels / (np.linalg.norm(block) * np.linalg.norm(labels))
+            assert cos < 1 - 1e-6

@@ -1,4 +1,4 @@
-"""The command line: ``shallowflow run | sweep | plot | demo | list``."""
+"""The command line: ``shallowflow run | sweep | reproduce | plot | demo | list``."""
 
 from __future__ import annotations
 
@@ -87,6 +87,34 @@ def sweep(
 
 
 @app.command()
+def reproduce(
+    name: Annotated[str, typer.Argument(help="reproduction name (see `shallowflow list`), or 'all'")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="folder to create (one subfolder per "
+                                                          "reproduction with 'all')")],
+    preset: Annotated[str, typer.Option(help="quick (minutes on 2 cores) or paper (paper sizes)")]
+    = "quick",
+    set_: SetOption = None,
+    overwrite: Annotated[bool, typer.Option(help="replace an existing folder")] = False,
+    quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
+) -> None:
+    """Run a paper experiment: figures, claims.json (verdict per claim) and report.md."""
+    try:
+        from shallowflow.reproductions import catalogue, run_reproduction
+
+        names = list(catalogue()) if name == "all" else [name]
+        for item in names:
+            folder = out / item if name == "all" else out
+            console.print(f"[bold]{item}[/] (preset {preset})", highlight=False)
+            _, claims = run_reproduction(item, folder, preset, set_ or [], overwrite=overwrite,
+                                         show_progress=not quiet)
+            for c in claims:
+                console.print(f"  {c.verdict:15s} {c.id}: measured {c.measured}", highlight=False)
+            console.print(f"  report: {folder / 'report.md'}", highlight=False)
+    except _user_errors() as err:
+        _fail(err)
+
+
+@app.command()
 def plot(
     run_dir: Annotated[Path, typer.Argument(help="a run directory")],
     probes: Annotated[str, typer.Option(help="comma-separated probe names")]
@@ -142,6 +170,11 @@ def list_() -> None:
     console.print("[bold]probes:[/]")
     for p in PROBES.values():
         console.print(f"  {p.name:14s} {p.description}", highlight=False)
+    from shallowflow.reproductions import catalogue
+
+    console.print("[bold]reproductions:[/] (shallowflow reproduce NAME --preset quick|paper)")
+    for rep in catalogue().values():
+        console.print(f"  {rep.name:16s} {rep.title}", highlight=False)
     examples = Path.cwd() / "examples"
     if examples.is_dir():
         console.print("[bold]examples:[/] " + ", ".join(sorted(f.name for f in

@@ -12,7 +12,6 @@ Figure 6 and Conjecture 1 give mu ~ 1/sqrt(n). The demo measures both log-log sl
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import matplotlib
@@ -26,19 +25,11 @@ from shallowflow.config import Experiment, experiment_from_mapping
 from shallowflow.experiment import simulate
 from shallowflow.progress import step_progress
 from shallowflow.store import atomic_dir, check_output_dir, provenance, write_netcdf
+from shallowflow.theory.good_init import neurons_for  # p(n, eps), MATH.md §1.4(5)
+from shallowflow.theory.training_budget import budget  # t_inf, MATH.md §1.4(12)
 
 DEMO_SIZES = (64, 128, 256, 512, 1024)
 DEMO_RUNS = 16
-
-
-def neurons_for(n: int, eps: float = 0.05) -> int:
-    """p(n, eps) = floor(log(n/eps)/log(4/3)) + 1 (MATH.md §1.4(5))."""
-    return math.floor(math.log(n / eps) / math.log(4 / 3)) + 1
-
-
-def budget(n: int, p: int) -> float:
-    """t_inf = 1.5 (sqrt(np)/4) log(np) (MATH.md §1.4(12))."""
-    return 1.5 * math.sqrt(n * p) / 4 * math.log(n * p)
 
 
 def demo_experiment(n: int, runs: int = DEMO_RUNS, seed: int = 0) -> Experiment:

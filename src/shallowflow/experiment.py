@@ -1,8 +1,10 @@
 """From validated specs to trained batches: ``simulate(experiment) -> xarray.Dataset``.
 
 A *run* is identified by (experiment, run index r). Its randomness comes only from keys derived
-from (seed, r): init key fold_in(fold_in(K(seed), r), 1), SGD key fold_in(..., 2), and data key
-fold_in(K(data seed), r) for per-run data or fold_in(K(data seed), 0) for shared data. A run
+from (seed, r), one stream per use: with run key k_r = fold_in(K(seed), r), the data key is
+fold_in(k'_r, 0) with k'_r = fold_in(K(data seed), r) for per-run data (r = 0 for shared data),
+the init key fold_in(k_r, 1) and the SGD key fold_in(k_r, 2). (In JAX, split(k)[i] equals
+fold_in(k, i), so a generator splitting the data key never reproduces the init key.) A run
 therefore gives the same numbers alone or inside any batch.
 
 Runs whose specs differ only in *batchable* fields (seed, run index, init scale, stop_loss, data
@@ -34,6 +36,7 @@ from shallowflow.losses import Loss
 from shallowflow.network import Network, add_bias_column
 from shallowflow.probes import PROBES
 
+DATA_STREAM, INIT_STREAM, SGD_STREAM = 0, 1, 2  # key streams of a run (module docstring)
 BATCHABLE = ("name", "seed", "runs", "init.scale", "init.log_scale", "train.stop_loss",
              "data.seed")
 
@@ -86,7 +89,8 @@ def schedule_of(exp: Experiment) -> np.ndarray:
 def _data_key(ref: RunRef) -> jax.Array:
     spec = ref.experiment.data
     seed = ref.experiment.seed if spec.seed is None else spec.seed
-    return jax.random.fold_in(jax.random.PRNGKey(seed), ref.index if spec.per_run else 0)
+    base = jax.random.fold_in(jax.random.PRNGKey(seed), ref.index if spec.per_run else 0)
+    return jax.random.fold_in(base, DATA_STREAM)
 
 
 def generate(spec: Any, key: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -119,6 +123,28 @@ def dataset_of(ref: RunRef) -> tuple[np.ndarray, np.ndarray]:
     if ref.experiment.model.bias:
         X = add_bias_column(X)
     return np.asarray(X), np.asarray(y)
+
+
+def _quick_jit(fn: Callable) -> Callable:
+    """jit for one-off set-up code (data, initialisations): on CPU without XLA's backend
+    optimisations, which take ~0.5 s per random draw to compile and save microseconds here."""
+    if jax.default_backend() == "cpu":
+        return jax.jit(fn, compiler_options={"xla_backend_optimization_level": 0})
+    return jax.jit(fn)
+
+
+def _datasets(refs: Sequence[RunRef]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The data sets of ``refs`` (same data spec up to its seed), generated in one compiled,
+    vmapped call: eager generation would compile every random op anew for each shape."""
+    exp = refs[0].experiment
+    if exp.data.kind == "file":
+        return [dataset_of(r) for r in refs]
+    keys = jnp.stack([_data_key(r) for r in refs])
+    X, y = _quick_jit(jax.vmap(lambda k: generate(exp.data, k)))(keys)
+    if exp.model.bias:
+        X = jax.vmap(add_bias_column)(X)
+    X, y = np.asarray(X), np.asarray(y)
+    return [(X[i], y[i]) for i in range(len(refs))]
 
 
 # ------------------------------------------------------------------------------------------ init
@@ -194,7 +220,7 @@ def prepare_batch(refs: Sequence[RunRef]) -> BatchInputs:
     data_ids = {(r.experiment.data.model_dump_json(), np.asarray(_data_key(r)).tobytes())
                 for r in refs}
     shared = len(data_ids) == 1
-    sets = [dataset_of(refs[0])] if shared else [dataset_of(r) for r in refs]
+    sets = _datasets(refs[:1] if shared else refs)
     for i, (X, y) in enumerate(sets):
         validate_dataset(X, y, source=f"data (run {refs[i].index})")
         if first.init.scheme == "group":
@@ -202,12 +228,12 @@ def prepare_batch(refs: Sequence[RunRef]) -> BatchInputs:
     X = sets[0][0] if shared else np.stack([s[0] for s in sets])
     y = sets[0][1] if shared else np.stack([s[1] for s in sets])
     keys = jnp.stack([run_key(r) for r in refs])
-    init_keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
-    sgd_keys = jax.vmap(lambda k: jax.random.fold_in(k, 2))(keys)
+    init_keys = jax.vmap(lambda k: jax.random.fold_in(k, INIT_STREAM))(keys)
+    sgd_keys = jax.vmap(lambda k: jax.random.fold_in(k, SGD_STREAM))(keys)
     Xj, yj = jnp.asarray(X), jnp.asarray(y)
     axis = None if shared else 0
-    net0 = jax.jit(jax.vmap(lambda k, Xr, yr: init_network(first, k, Xr, yr),
-                            in_axes=(0, axis, axis)))(init_keys, Xj, yj)
+    net0 = _quick_jit(jax.vmap(lambda k, Xr, yr: init_network(first, k, Xr, yr),
+                               in_axes=(0, axis, axis)))(init_keys, Xj, yj)
     log_scale = (None if first.log_lambda is None
                  else np.array([r.experiment.log_lambda for r in refs]))
     settings, notes = first.resolved()

@@ -16,8 +16,10 @@ segments of record points (for the progress bar, and to stop once every run is f
 Per-run status, updated every step:
 - early stop: once L(theta_k) < stop_loss (GD; for SGD tested with the full loss at record points)
   the run freezes and ``stop_step`` = k;
-- divergence: if L(theta_k) or the updated parameters are non-finite, the run keeps its last
-  finite parameters, is flagged ``diverged`` with ``diverge_step`` = k; its batch goes on.
+- divergence: once L(theta_k) is non-finite (tested every step), or the parameters are
+  non-finite at a record point (tested there), the run is flagged ``diverged`` with
+  ``diverge_step`` = that step, and it is frozen at its parameters of the last record point where
+  they and their loss were finite; its batch goes on.
 Frozen runs keep their parameters, so their records after freezing are exact copies.
 
 Options (MATH.md §0.3): ``parametrisation="lognorm"`` stores neurons in log-norm coordinates
@@ -175,10 +177,9 @@ def _step(cfg: EngineConfig, st: EngineState, step: Array, inputs: Inputs, y: Ar
                               cfg.tied_balance)
     else:
         new = plain.update(st.params, bg, rate, cfg.train_second_layer)
-    # L catches a blow-up long before the parameters overflow; sum_j grad_a_j = kappa sum <w_j, M_j>
-    # turns NaN if any back-projection M_j is non-finite (0 * inf = NaN), so it guards the update.
-    finite = jnp.isfinite(bg.loss) & jnp.isfinite(jnp.sum(bg.grad_a, axis=1))
-    code, event = _freeze(st, below, ~finite, step)
+    # L catches a blow-up long before the parameters overflow (a per-run scalar: free); the rare
+    # non-finite parameter that does not reach L is caught at the next record point (_guard)
+    code, event = _freeze(st, below, ~jnp.isfinite(bg.loss), step)
     move = code == RUNNING
     mask = None if st.mask is None else jnp.where(move[None, :, None], bg.active, st.mask)
     return EngineState(_select(move, new, st.params), code, event, mask)
@@ -225,7 +226,7 @@ def _record(cfg: EngineConfig, st: EngineState, step: Array, inputs: Inputs, y: 
         code, event = _freeze(st, bg.loss < stop_loss, jnp.zeros_like(bg.loss, dtype=bool), step)
         st = st._replace(code=code, event_step=event)
     ctx = _context(cfg, st.params, bg, ref)
-    return st, {name: PROBES[name].fn(ctx) for name in cfg.probes}
+    return st, {name: PROBES[name].fn(ctx) for name in cfg.probes}, bg.loss
 
 
 def _segment_body(cfg: EngineConfig, step0: Array, state: EngineState, targets: Array,
@@ -237,12 +238,31 @@ def _segment_body(cfg: EngineConfig, step0: Array, state: EngineState, targets: 
             step, st = c
             return step + 1, _step(cfg, st, step, inputs, y, stop_loss, keys)
 
-        step, st = lax.while_loop(lambda c: c[0] < target, body, carry)
-        st, rec = _record(cfg, st, step, inputs, y, stop_loss, ref)
-        return (step, st), rec
+        step, st, backup = carry
+        step, st = lax.while_loop(lambda c: c[0] < target, body, (step, st))
+        st = _guard(st, backup, step)
+        st, rec, loss = _record(cfg, st, step, inputs, y, stop_loss, ref)
+        # the next backup: these parameters if their loss is finite (else keep the older ones)
+        backup = _select(jnp.isfinite(loss), st.params, backup)
+        return (step, st, backup), rec
 
-    (step, state), records = lax.scan(advance, (step0, state), targets)
+    (step, state, _), records = lax.scan(advance, (step0, state, state.params), targets)
     return step, state, records
+
+
+def _guard(st: EngineState, backup, step: Array) -> EngineState:
+    """At a record point: flag running runs whose parameters are non-finite, and put every
+    diverged run back to ``backup``, its parameters at the last record point where they and their
+    loss were finite. Runs that diverged earlier already hold ``backup``."""
+
+    def finite(x: Array) -> Array:
+        ax = _run_axis(x)
+        return jnp.all(jnp.isfinite(x), axis=tuple(i for i in range(x.ndim) if i != ax))
+
+    ok = jax.tree_util.tree_reduce(jnp.logical_and, jax.tree_util.tree_map(finite, st.params))
+    code, event = _freeze(st, jnp.zeros_like(ok), ~ok, step)
+    params = _select(code == DIVERGED, backup, st.params)
+    return st._replace(params=params, code=code, event_step=event)
 
 
 def _run_axis(leaf: Array) -> int:
@@ -395,6 +415,46 @@ def _initial_state(cfg: EngineConfig, a0: Array, Wt0: Array, log_scale: Array | 
     return state, Reference(jnp.exp(log_perp), log_perp, params)
 
 
+REBATCH_MULTIPLE = 4  # compacted batches are padded with frozen runs to a multiple of this
+
+
+def _take_runs(tree, idx: np.ndarray):
+    """Select runs ``idx`` from engine arrays (run axis 1 for (d|n, R, p) leaves, else 0)."""
+    return jax.tree_util.tree_map(lambda x: jnp.take(x, idx, axis=_run_axis(x)), tree)
+
+
+def _put_runs(full, part, idx: np.ndarray):
+    """Write the runs of ``part`` back into ``full`` at positions ``idx``."""
+
+    def put(f: Array, p: Array) -> Array:
+        ax = _run_axis(f)
+        return f.at[(slice(None),) * ax + (idx,)].set(p)
+
+    return jax.tree_util.tree_map(put, full, part)
+
+
+def _take_inputs(inputs: Inputs, y: Array, idx: np.ndarray, R: int) -> tuple[Inputs, Array]:
+    """The data of runs ``idx`` (shared data is kept as is)."""
+    if isinstance(inputs, PerRunInputs):
+        inputs = PerRunInputs(inputs.X[idx])
+    elif isinstance(inputs, DiagonalInputs) and inputs.s.shape[1] == R and R > 1:
+        inputs = DiagonalInputs(inputs.s[:, idx])
+    if y.ndim == 2:
+        y = y[idx]
+    return inputs, y
+
+
+def _compaction(code: np.ndarray, current: np.ndarray, multiple: int) -> np.ndarray | None:
+    """Runs to keep when at most half of the batch still runs: the running ones, padded with
+    frozen ones to a multiple of ``multiple`` (stable shapes for the blocked paths); else None."""
+    running = np.flatnonzero(code == RUNNING)
+    if len(running) == 0 or 2 * len(running) > len(current):
+        return None
+    size = min(len(current), -(-len(running) // multiple) * multiple)
+    frozen = np.flatnonzero(code != RUNNING)[: size - len(running)]
+    return np.sort(np.concatenate([running, frozen]))
+
+
 def simulate(
     cfg: EngineConfig,
     net0: Network,
@@ -407,6 +467,7 @@ def simulate(
     records_per_call: int = 64,
     log_scale: Array | np.ndarray | None = None,
     reduce: bool = False,
+    rebatch: bool = True,
 ) -> EngineResult:
     """Train the batch of networks ``net0`` (a (R, p), W (R, p, d)) and record probes at
     ``schedule``.
@@ -417,7 +478,9 @@ def simulate(
     threshold (None: never). ``keys`` (R,): per-run keys for SGD sampling. ``log_scale`` (R,): the
     trained network is exp(log_scale) * net0 (so lambda = exp(-1000) is expressible; required
     scale information for the lognorm parametrisation, else lambda = 1). ``reduce``: train in the
-    data span (:mod:`~shallowflow.dynamics.reduce`; X must be an array).
+    data span (:mod:`~shallowflow.dynamics.reduce`; X must be an array). ``rebatch``: once at
+    most half of the batch still runs, continue with the running runs only (frozen runs' records
+    are exact copies of their last one, so results are identical; a new shape compiles once).
     ``progress(done_steps, total_steps)`` is called after each compiled segment.
     """
     schedule = np.asarray(schedule, dtype=np.int64)
@@ -450,21 +513,43 @@ def simulate(
     step = jnp.zeros((), jnp.int64)
     pieces: list[dict[str, np.ndarray]] = []
     done = 0
+    # the batch being trained: runs `current` of the full batch (all of them until a compaction)
+    current = np.arange(R)
+    full_state, full_ref = state, ref
+    cur_inputs, cur_y, cur_stop, cur_keys = inputs, y, stop, keys
+    last: dict[str, np.ndarray] = {}  # full-batch last record, for runs left out of the batch
     for chunk in _chunks(schedule, per_call, max(1, total // 50)):
         padded = np.concatenate([chunk, np.full(per_call - len(chunk), chunk[-1], np.int64)])
-        step, state, rec = _segment(cfg, step, state, jnp.asarray(padded), inputs, y, stop, keys,
-                                    ref)
-        pieces.append({k: np.asarray(v)[: len(chunk)] for k, v in rec.items()})
+        step, state, rec = _segment(cfg, step, state, jnp.asarray(padded), cur_inputs, cur_y,
+                                    cur_stop, cur_keys, ref)
+        part = {k: np.asarray(v)[: len(chunk)] for k, v in rec.items()}
+        if len(current) < R:
+            for k, v in part.items():
+                full = np.repeat(last[k][None], len(chunk), axis=0)
+                full[:, current] = v
+                part[k] = full
+        pieces.append(part)
+        last = {k: v[-1] for k, v in part.items()}
         done += len(chunk)
         if progress is not None:
             progress(int(chunk[-1]), total)
-        if np.all(np.asarray(state.code) != RUNNING) and done < len(schedule):
+        code = np.asarray(state.code)
+        if np.all(code != RUNNING) and done < len(schedule):
             # every run is frozen: the remaining records are exact copies of the last one
             rest = len(schedule) - done
-            pieces.append({k: np.repeat(v[-1:], rest, axis=0) for k, v in pieces[-1].items()})
+            pieces.append({k: np.repeat(v[None], rest, axis=0) for k, v in last.items()})
             if progress is not None:
                 progress(total, total)
             break
+        keep = _compaction(code, current, REBATCH_MULTIPLE) if rebatch else None
+        if keep is not None and done < len(schedule):
+            full_state = _put_runs(full_state, state, current)
+            current = current[keep]
+            state, ref = _take_runs(state, keep), _take_runs(full_ref, current)
+            cur_inputs, cur_y = _take_inputs(inputs, y, current, R)
+            cur_stop, cur_keys = stop[current], keys[current]
+    if len(current) < R:
+        state, ref = _put_runs(full_state, state, current), full_ref
     records = {k: np.moveaxis(np.concatenate([p[k] for p in pieces]), 0, 1) for k in pieces[0]}
     end = _context(cfg, state.params, None, ref)
 

@@ -1,0 +1,79 @@
+"""Paper claims and their verdicts: one entry of ``claims.json`` per quantitative claim.
+
+A claim states what the paper says (``paper_value``), what the simulation measured
+(``measured``, with an ``interval`` when the measurement has one) and a ``verdict``:
+
+- ``reproduced``: the measurement supports the claim (an interval contains the paper's value,
+  or a qualitative property holds);
+- ``not reproduced``: it contradicts the claim;
+- ``partly``: some parts hold, others do not (the notes say which);
+- ``inconclusive``: the measurement cannot decide (interval too wide, preset too small).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+VERDICTS = ("reproduced", "not reproduced", "partly", "inconclusive")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One paper claim with the measurement that tests it."""
+
+    id: str
+    statement: str
+    paper_value: Any
+    measured: Any
+    verdict: str
+    interval: tuple[float, float] | None = None
+    notes: str = ""
+    variants: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict: must be one of {VERDICTS}, got {self.verdict!r}")
+
+
+def within(value: float, interval: tuple[float, float] | None) -> bool:
+    """True when ``value`` lies in the closed ``interval`` (False for a missing interval)."""
+    return interval is not None and interval[0] <= value <= interval[1]
+
+
+def interval_verdict(paper: float, interval: tuple[float, float] | None,
+                     max_width: float | None = None) -> str:
+    """``reproduced`` if the interval contains the paper's value; ``inconclusive`` if it is
+    missing, not finite or wider than ``max_width``; else ``not reproduced``."""
+    if interval is None or not all(map(math.isfinite, interval)):
+        return "inconclusive"
+    if within(paper, interval):
+        return "reproduced"
+    if max_width is not None and interval[1] - interval[0] > max_width:
+        return "inconclusive"
+    return "not reproduced"
+
+
+def _plain(value: Any) -> Any:
+    """JSON-friendly copy: numpy scalars and arrays to Python, NaN/inf to strings."""
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def to_json(claims: list[Claim]) -> str:
+    return json.dumps([_plain(asdict(c)) for c in claims], indent=2) + "\n"
+
+
+def load_claims(path: str | Path) -> list[dict[str, Any]]:
+    """Read a ``claims.json`` file."""
+    return json.loads(Path(path).read_text())

@@ -1,0 +1,40 @@
+"""dana-fig4: the convergence threshold N(d, p = 30) against d (paper: linear in d).
+
+Paper (000 §5.1, Fig. 4; MATH.md §5): d = 10..100, p = 30, n from N - 15d to N + 15d in steps
+of d. Protocol: :mod:`shallowflow.reproductions.dana.threshold`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from shallowflow.reproductions.base import Context, Reproduction, register
+from shallowflow.reproductions.claims import Claim
+from shallowflow.reproductions.dana.threshold import threshold_scan
+
+PRESETS = {
+    "quick": {"d_values": [5, 10, 15, 20], "p": 30, "runs": 8, "coarse_runs": 6, "span": 6.0,
+              "step": 3.0, "seed": 0},
+    "paper": {"d_values": list(range(10, 101, 10)), "p": 30, "runs": 25, "coarse_runs": 10,
+              "span": 15.0, "step": 1.0, "seed": 0},
+}
+
+
+def linear_rule(fits: dict, x: np.ndarray, N: np.ndarray) -> tuple[str, str]:
+    """Linear when the power-law exponent lies in [0.85, 1.15] and the linear fit has R2 >= 0.95."""
+    k = fits["power"].coef[1]
+    ok = 0.85 <= k <= 1.15 and fits["linear"].r2 >= 0.95
+    return ("reproduced" if ok else "not reproduced",
+            f"Rule: power-law exponent in [0.85, 1.15] and linear R2 >= 0.95; exponent {k:.3f}, "
+            f"linear R2 {fits['linear'].r2:.4f}.")
+
+
+def build(ctx: Context) -> list[Claim]:
+    P = ctx.params
+    ctx.summary = ("The convergence threshold N(d, p) of DPB's network on sphere data against the "
+                   "dimension d at fixed width p (Figure 4 of the paper).")
+    return threshold_scan(ctx, "d", P["d_values"], {"p": P["p"]}, "linearly", linear_rule)
+
+
+register(Reproduction("dana-fig4", "convergence threshold against d",
+                      "Dana, Pillaud-Vivien, Bach (000), Figure 4", build, PRESETS, __doc__ or ""))

@@ -1,0 +1,88 @@
+"""dana-fig3/4/5 on tiny grids: folder contents, and the fitted thresholds against the raw
+convergence flags (read back from the saved runs and checked with numpy here)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from shallowflow.reproductions import catalogue, run_reproduction
+from shallowflow.reproductions.base import resolve_params
+
+
+def check_folder(folder):
+    claims = json.loads((folder / "claims.json").read_text())
+    assert claims and all({"id", "statement", "paper_value", "measured", "verdict", "interval",
+                           "notes"} <= set(c) for c in claims)
+    report = (folder / "report.md").read_text()
+    figures = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", report)
+    assert figures and all((folder / f).is_file() for f in figures)
+    return claims
+
+
+def crossing_bracket(n: np.ndarray, prob: np.ndarray, step: float) -> tuple[float, float]:
+    """n range where the empirical probability (decreasing in n) passes 1/2, widened by a step."""
+    above = n[prob >= 0.5]
+    below = n[prob < 0.5]
+    return float(above.min()) - step, float(below.max()) + step
+
+
+def test_dana_fig3_tiny(tmp_path):
+    folder, claims = run_reproduction(
+        "dana-fig3", tmp_path / "f3", "quick",
+        ["d=6", "n_min=15", "n_max=45", "n_step=10", "runs=6", "variant_runs=0"],
+        show_progress=False)
+    check_folder(folder)
+    runs = xr.open_dataset(folder / "runs_gaussian_0.nc")
+    n = runs.n.values
+    # the recorded flags follow the rules: final loss below 1/(2n) for the code's rule
+    np.testing.assert_array_equal(runs.converged_code.values,
+                                  runs.final_loss.values < 1 / (2 * n[:, None]))
+    assert np.all(runs.C_y_minus.values >= 1) and np.all(runs.C_y_minus.values <= 2)
+    prob = runs.converged_text.mean("run").values
+    claim = {c.id: c for c in claims}["transition_n"]
+    if 0 < prob.min() and prob.max() > 0.5 > prob.min():
+        lo, hi = crossing_bracket(n, prob, 6)
+        assert lo <= claim.measured <= hi
+
+
+@pytest.mark.parametrize("name,overrides,axis", [
+    ("dana-fig4", ["d_values=[3, 6]", "p=10", "runs=4", "coarse_runs=3", "span=2.0",
+                   "step=2.0"], "d"),
+])
+def test_threshold_scan_tiny(tmp_path, name, overrides, axis):
+    """dana-fig5 runs the same code (threshold.threshold_scan) along p."""
+    folder, _ = run_reproduction(name, tmp_path / name, "quick", overrides,
+                                 show_progress=False)
+    check_folder(folder)
+    table = xr.open_dataset(folder / "thresholds.nc")
+    for value, N in zip(table[axis].values, table.threshold.values, strict=True):
+        grid = xr.open_dataset(folder / f"grid_{axis}{int(value)}.nc")
+        prob = grid.converged_text.mean("run").values
+        step = float(np.diff(grid.n.values).max()) if grid.sizes["n"] > 1 else 1.0
+        if prob.max() >= 0.5 > prob.min():
+            lo, hi = crossing_bracket(grid.n.values, prob, step)
+            assert lo <= N <= hi
+
+
+def test_overrides_are_checked():
+    rep = catalogue()["dana-fig3"]
+    with pytest.raises(ValueError, match="not a parameter"):
+        resolve_params(rep, "quick", ["dd=3"])
+    with pytest.raises(ValueError, match="expected int"):
+        resolve_params(rep, "quick", ["d=abc"])
+    with pytest.raises(ValueError, match="preset"):
+        resolve_params(rep, "huge", [])
+    fig4 = catalogue()["dana-fig4"]
+    assert resolve_params(fig4, "quick", ["span=1e1", "step=2"])["span"] == 10.0  # YAML: '1e1'
+    assert resolve_params(fig4, "quick", ["step=2"])["step"] == 2.0
+
+
+def test_unknown_reproduction_leaves_no_folder(tmp_path):
+    with pytest.raises(ValueError, match="unknown reproduction"):
+        run_reproduction("dana-fig99", tmp_path / "x")
+    assert not (tmp_path / "x").exists()
