@@ -51,8 +51,8 @@ def test_rebatching_changes_nothing(layout, monkeypatch):
     stop = np.array([free[r, k] * (1 + 1e-9) for r, k in enumerate(at)] + [-np.inf, -np.inf])
     sizes = []
 
-    def counting(code, current, multiple):
-        keep = compaction(code, current, multiple)
+    def counting(code, current, multiple, saving=np.inf):
+        keep = compaction(code, current, multiple)  # always worth it here: exercise compaction
         if keep is not None:
             sizes.append(len(keep))
         return keep

@@ -329,7 +329,7 @@ def test_group_closed_form_matches_library_simulation():
             "data": {"kind": "orthonormal", "n": 64, "d": 64, "labels": "abs_normal", "seed": 777},
             "model": {"width": 4, "kappa": "1/p"},
             "init": {"scheme": "group", "scale": 1.0, "direction": "random"},
-            "train": {"lr": lr, "duration": 60.0, "time_scale": "width"},
+            "train": {"lr": lr, "duration": 90.0, "time_scale": "width"},
             "record": {"points": 0, "every": round(3.0 / lr), "probes": ["loss"]},
         })
         ds = simulate(exp)

@@ -133,18 +133,19 @@ def _quick_jit(fn: Callable) -> Callable:
     return jax.jit(fn)
 
 
-def _datasets(refs: Sequence[RunRef]) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The data sets of ``refs`` (same data spec up to its seed), generated in one compiled,
-    vmapped call: eager generation would compile every random op anew for each shape."""
+def _datasets(refs: Sequence[RunRef]) -> tuple[np.ndarray, np.ndarray]:
+    """The data sets of ``refs`` (same data spec up to its seed) stacked, X (R, n, d) and y
+    (R, n), generated in one compiled, vmapped call: eager generation would compile every random
+    op anew for each shape."""
     exp = refs[0].experiment
     if exp.data.kind == "file":
-        return [dataset_of(r) for r in refs]
+        sets = [dataset_of(r) for r in refs]
+        return np.stack([s[0] for s in sets]), np.stack([s[1] for s in sets])
     keys = jnp.stack([_data_key(r) for r in refs])
     X, y = _quick_jit(jax.vmap(lambda k: generate(exp.data, k)))(keys)
     if exp.model.bias:
         X = jax.vmap(add_bias_column)(X)
-    X, y = np.asarray(X), np.asarray(y)
-    return [(X[i], y[i]) for i in range(len(refs))]
+    return np.asarray(X), np.asarray(y)
 
 
 # ------------------------------------------------------------------------------------------ init
@@ -220,13 +221,12 @@ def prepare_batch(refs: Sequence[RunRef]) -> BatchInputs:
     data_ids = {(r.experiment.data.model_dump_json(), np.asarray(_data_key(r)).tobytes())
                 for r in refs}
     shared = len(data_ids) == 1
-    sets = _datasets(refs[:1] if shared else refs)
-    for i, (X, y) in enumerate(sets):
-        validate_dataset(X, y, source=f"data (run {refs[i].index})")
+    Xs, ys = _datasets(refs[:1] if shared else refs)
+    for i in range(len(Xs)):
+        validate_dataset(Xs[i], ys[i], source=f"data (run {refs[i].index})")
         if first.init.scheme == "group":
-            _check_group_labels(first, y, refs[i].index)
-    X = sets[0][0] if shared else np.stack([s[0] for s in sets])
-    y = sets[0][1] if shared else np.stack([s[1] for s in sets])
+            _check_group_labels(first, ys[i], refs[i].index)
+    X, y = (Xs[0], ys[0]) if shared else (Xs, ys)
     keys = jnp.stack([run_key(r) for r in refs])
     init_keys = jax.vmap(lambda k: jax.random.fold_in(k, INIT_STREAM))(keys)
     sgd_keys = jax.vmap(lambda k: jax.random.fold_in(k, SGD_STREAM))(keys)

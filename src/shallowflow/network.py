@@ -80,7 +80,10 @@ def batch_loss_and_gradient(
         D = active.astype(Z.dtype)
     else:
         S, D = activation(Z), activation.derivative(Z)
-    out = kappa * jnp.sum(S * a[None], axis=-1)
+    if a.shape[0] == 1:  # a single run: a mat-vec (a faster loop on XLA:CPU than the reduction)
+        out = kappa * (S[:, 0, :] @ a[0])[:, None]
+    else:
+        out = kappa * jnp.sum(S * a[None], axis=-1)
     yl = inputs.labels(y)
     w = jnp.broadcast_to(jnp.asarray(weights, Z.dtype), out.shape)
     c = 1.0 / jnp.sum(w, axis=0) if loss.reduction == "mean" else jnp.ones(out.shape[1], Z.dtype)

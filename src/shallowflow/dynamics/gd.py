@@ -31,6 +31,8 @@ rounding; ``reduce`` simulates in an orthonormal basis of the data span
 
 from __future__ import annotations
 
+import functools
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -230,15 +232,25 @@ def _record(cfg: EngineConfig, st: EngineState, step: Array, inputs: Inputs, y: 
 
 
 def _segment_body(cfg: EngineConfig, step0: Array, state: EngineState, targets: Array,
-                  inputs: Inputs, y: Array, stop_loss: Array, keys: Array, ref: Reference):
-    """Advance all runs through the record steps ``targets``, measuring at each."""
+                  inputs: Inputs, y: Array, stop_loss: Array, keys: Array, ref: Reference,
+                  unroll: int = 1):
+    """Advance all runs through the record steps ``targets``, measuring at each. ``unroll``
+    steps per loop iteration (then single steps to the target): on small problems each loop
+    iteration's fixed cost (it copies the loop state) is comparable to a step."""
 
     def advance(carry, target):
         def body(c):
             step, st = c
             return step + 1, _step(cfg, st, step, inputs, y, stop_loss, keys)
 
+        def body_unrolled(c):
+            for _ in range(unroll):
+                c = body(c)
+            return c
+
         step, st, backup = carry
+        if unroll > 1:
+            step, st = lax.while_loop(lambda c: c[0] + unroll <= target, body_unrolled, (step, st))
         step, st = lax.while_loop(lambda c: c[0] < target, body, (step, st))
         st = _guard(st, backup, step)
         st, rec, loss = _record(cfg, st, step, inputs, y, stop_loss, ref)
@@ -312,7 +324,7 @@ def _segment_blocked(cfg: EngineConfig, block: int, step0: Array, state: EngineS
         (st, stop, kk, rf), sb, yb = args
         inp = DiagonalInputs(sb) if per_run_data else inputs
         yy = yb if per_run_data else y
-        _, st, rec = _segment_body(cfg, step0, st, targets, inp, yy, stop, kk, rf)
+        _, st, rec = _segment_body(cfg, step0, st, targets, inp, yy, stop, kk, rf, SMALL_UNROLL)
         return st, rec
 
     st_b, rec_b = lax.map(one, (blocked, s_b, y_b))
@@ -327,8 +339,10 @@ def _segment_blocked(cfg: EngineConfig, block: int, step0: Array, state: EngineS
 # unrolled small contractions (d or n <= 4) and diagonal inputs that is 3-7x slower than XLA's own
 # loops (bench/RESULTS.md), while for GEMM-bound shapes the default is as fast or faster.
 _NO_YNN = {"xla_cpu_experimental_ynn_fusion_type": ""}
+SMALL_UNROLL = 4  # steps per loop iteration on the elementwise paths (bench/NOTES.md)
 _segment_gemm = jax.jit(_segment_body, static_argnums=0)
-_segment_elementwise = jax.jit(_segment_body, static_argnums=0, compiler_options=_NO_YNN)
+_segment_elementwise = jax.jit(functools.partial(_segment_body, unroll=SMALL_UNROLL),
+                               static_argnums=0, compiler_options=_NO_YNN)
 _no_ynn_supported = [jax.default_backend() == "cpu"]
 
 
@@ -444,11 +458,19 @@ def _take_inputs(inputs: Inputs, y: Array, idx: np.ndarray, R: int) -> tuple[Inp
     return inputs, y
 
 
-def _compaction(code: np.ndarray, current: np.ndarray, multiple: int) -> np.ndarray | None:
-    """Runs to keep when at most half of the batch still runs: the running ones, padded with
-    frozen ones to a multiple of ``multiple`` (stable shapes for the blocked paths); else None."""
+REBATCH_MIN_SAVING_S = 2.0  # compact only if the estimated saving exceeds a recompilation
+
+
+def _compaction(code: np.ndarray, current: np.ndarray, multiple: int,
+                saving_per_run: float = np.inf) -> np.ndarray | None:
+    """Runs to keep when at most half of the batch still runs and leaving the frozen ones out
+    saves more than REBATCH_MIN_SAVING_S (``saving_per_run``: estimated seconds the rest of the
+    schedule costs per run): the running ones, padded with frozen ones to a multiple of
+    ``multiple`` (stable shapes for the blocked paths); else None."""
     running = np.flatnonzero(code == RUNNING)
     if len(running) == 0 or 2 * len(running) > len(current):
+        return None
+    if (len(current) - len(running)) * saving_per_run < REBATCH_MIN_SAVING_S:
         return None
     size = min(len(current), -(-len(running) // multiple) * multiple)
     frozen = np.flatnonzero(code != RUNNING)[: size - len(running)]
@@ -518,11 +540,15 @@ def simulate(
     full_state, full_ref = state, ref
     cur_inputs, cur_y, cur_stop, cur_keys = inputs, y, stop, keys
     last: dict[str, np.ndarray] = {}  # full-batch last record, for runs left out of the batch
-    for chunk in _chunks(schedule, per_call, max(1, total // 50)):
+    per_run_step = np.inf  # measured seconds per run and step (after the compiling segment)
+    for segment, chunk in enumerate(_chunks(schedule, per_call, max(1, total // 50))):
         padded = np.concatenate([chunk, np.full(per_call - len(chunk), chunk[-1], np.int64)])
+        t0, first_step = time.perf_counter(), int(step)
         step, state, rec = _segment(cfg, step, state, jnp.asarray(padded), cur_inputs, cur_y,
                                     cur_stop, cur_keys, ref)
         part = {k: np.asarray(v)[: len(chunk)] for k, v in rec.items()}
+        if segment > 0 and int(chunk[-1]) > first_step:
+            per_run_step = (time.perf_counter() - t0) / ((int(chunk[-1]) - first_step) * len(current))
         if len(current) < R:
             for k, v in part.items():
                 full = np.repeat(last[k][None], len(chunk), axis=0)
@@ -541,7 +567,8 @@ def simulate(
             if progress is not None:
                 progress(total, total)
             break
-        keep = _compaction(code, current, REBATCH_MULTIPLE) if rebatch else None
+        saving = per_run_step * (total - int(chunk[-1]))
+        keep = _compaction(code, current, REBATCH_MULTIPLE, saving) if rebatch else None
         if keep is not None and done < len(schedule):
             full_state = _put_runs(full_state, state, current)
             current = current[keep]

@@ -71,7 +71,7 @@ def reduce_data(X: np.ndarray) -> Reduction | None:
         Qs = [p[2] if k != "diagonal" else np.linalg.qr(Xi.T)[0]
               for (k, _, _), p, Xi in zip(parts, parts, X, strict=True)]
         Q = np.stack(Qs)
-        return Reduction(PerRunInputs(np.einsum("rnd,rdk->rnk", X, Q)), Q)
+        return Reduction(PerRunInputs(np.matmul(X, Q)), Q)
     return None
 
 
@@ -81,8 +81,8 @@ def project(W: np.ndarray, Q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         R, p, d = W.shape
         Wr = (W.reshape(R * p, d) @ Q).reshape(R, p, -1)
         return Wr, W - (Wr.reshape(R * p, -1) @ Q.T).reshape(R, p, d)
-    Wr = np.einsum("rpd,rdk->rpk", W, Q)
-    return Wr, W - np.einsum("rpk,rdk->rpd", Wr, Q)
+    Wr = np.matmul(W, Q)  # stacked BLAS products (numpy's einsum does not use BLAS here)
+    return Wr, W - np.matmul(Wr, Q.transpose(0, 2, 1))
 
 
 def restore(Wr: np.ndarray, Q: np.ndarray, W_perp: np.ndarray) -> np.ndarray:
@@ -91,7 +91,7 @@ def restore(Wr: np.ndarray, Q: np.ndarray, W_perp: np.ndarray) -> np.ndarray:
     if Q.ndim == 2:
         full = (Wr.reshape(-1, Wr.shape[-1]) @ Q.T).reshape((*lead, Q.shape[0]))
     elif Wr.ndim == 4:
-        full = np.einsum("rkpj,rdj->rkpd", Wr, Q)
+        full = np.matmul(Wr, Q.transpose(0, 2, 1)[:, None])
     else:
-        full = np.einsum("rpj,rdj->rpd", Wr, Q)
+        full = np.matmul(Wr, Q.transpose(0, 2, 1))
     return full + (W_perp[:, None] if Wr.ndim == 4 else W_perp)

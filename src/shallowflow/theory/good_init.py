@@ -99,7 +99,7 @@ def good_init_event(a: np.ndarray, W: np.ndarray, X: np.ndarray, y: np.ndarray) 
         Whether I holds for each network.
     """
     a, W, X, y = (np.asarray(v, dtype=np.float64) for v in (a, W, X, y))
-    pre = np.einsum("...pd,...nd->...pn", W, X)
+    pre = np.matmul(W, np.swapaxes(X, -1, -2))
     good = (pre > 0) & (a[..., :, None] * y[..., None, :] > 0)
     out = np.all(np.any(good, axis=-2), axis=-1)
     return bool(out) if out.ndim == 0 else out

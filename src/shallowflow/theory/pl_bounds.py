@@ -38,13 +38,13 @@ def _arrays(*vs: np.ndarray) -> list[np.ndarray]:
 def active(W: np.ndarray, X: np.ndarray) -> np.ndarray:
     """Activation indicators 1_{j,i} = 1{<w_j, x_i> > 0} (MATH.md §0.2), shape (..., p, n)."""
     W, X = _arrays(W, X)
-    return np.einsum("...pd,...nd->...pn", W, X) > 0
+    return np.matmul(W, np.swapaxes(X, -1, -2)) > 0
 
 
 def network_output(a: np.ndarray, W: np.ndarray, X: np.ndarray) -> np.ndarray:
     """h(x_i) = (1/p) sum_j a_j sigma(<w_j, x_i>) (MATH.md §1.1), shape (..., n)."""
     a, W, X = _arrays(a, W, X)
-    pre = np.einsum("...pd,...nd->...pn", W, X)
+    pre = np.matmul(W, np.swapaxes(X, -1, -2))
     return np.einsum("...p,...pn->...n", a, np.maximum(pre, 0.0)) / a.shape[-1]
 
 
