@@ -3,7 +3,8 @@
     make bench                      or        .venv/bin/python bench/run_all.py
 
 Each benchmark also runs alone (bench/bench_throughput.py, bench/bench_tiny.py,
-bench/bench_reduced.py, bench/bench_town_fig1.py) and writes its raw
+bench/bench_reduced.py, bench/bench_town_fig1.py, bench/bench_limit_process.py,
+bench/bench_dana_fig3.py) and writes its raw
 numbers to bench/out/<name>.json. Timings are wall-clock best-of-k with compilation excluded,
 so run on an otherwise idle machine: before each benchmark it waits (up to --max-wait seconds)
 until other processes keep fewer than --max-busy cores busy, and it records that and the CPU time
@@ -23,6 +24,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import bench_dana_fig3
+import bench_limit_process
 import bench_reduced
 import bench_throughput
 import bench_tiny
@@ -76,6 +79,10 @@ def main(argv: list[str] | None = None) -> None:
         ("Reduced vs dense engine on orthogonal data", "reduced", bench_reduced.bench,
          bench_reduced.table),
         ("Town et al. Figure 1", "town_fig1", bench_town_fig1.bench, bench_town_fig1.table),
+        ("Algorithm 1 (limit process)", "limit_process", bench_limit_process.bench,
+         bench_limit_process.table),
+        ("DPB Figure 3 protocol and re-batching", "dana_fig3", bench_dana_fig3.bench,
+         bench_dana_fig3.table),
     ]
     sections: list[tuple[str, str, str]] = []
     t_start = time.perf_counter()
@@ -101,7 +108,8 @@ def main(argv: list[str] | None = None) -> None:
         "Reproduce with `make bench` or `.venv/bin/python bench/run_all.py`. "
         "Each benchmark also runs alone: "
         "`.venv/bin/python bench/bench_throughput.py`, `.venv/bin/python bench/bench_tiny.py`, "
-        "`.venv/bin/python bench/bench_reduced.py`, `.venv/bin/python bench/bench_town_fig1.py`; "
+        "`.venv/bin/python bench/bench_reduced.py`, `.venv/bin/python bench/bench_town_fig1.py`, "
+        "`.venv/bin/python bench/bench_limit_process.py`, `.venv/bin/python bench/bench_dana_fig3.py`; "
         "raw numbers go to `bench/out/*.json`. The PyTorch baseline needs the optional `bench` "
         "extra (`.venv/bin/pip install torch==2.13.0`, or `pip install -e .[bench]`); without "
         "torch it is skipped.",

@@ -150,12 +150,18 @@ def _law_fit(law: str, x: np.ndarray, y: np.ndarray) -> LawFit:
 
 def scaling_fits(x: Sequence[float], y: Sequence[float]) -> dict[str, LawFit]:
     """Linear a + b x, power a x^b and logarithmic a + b log x fits (least squares on y), each
-    with R^2, RMSE and AIC (two parameters each, so AIC ranks them by residual size)."""
+    with R^2, RMSE and AIC (two parameters each, so AIC ranks them by residual size). The power
+    law is fitted to the points with y > 0 and left out when fewer than 3 remain."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     ok = np.isfinite(x) & np.isfinite(y) & (x > 0)
     if ok.sum() < 3:
         raise ValueError("x, y: need at least 3 finite points with x > 0")
-    return {law: _law_fit(law, x[ok], y[ok]) for law in ("linear", "power", "log")}
+    out = {}
+    for law in ("linear", "power", "log"):
+        use = ok & (y > 0) if law == "power" else ok  # a power law needs positive values
+        if use.sum() >= 3:
+            out[law] = _law_fit(law, x[use], y[use])
+    return out
 
 
 def loglog_slope(x: Sequence[float], y: Sequence[float]) -> float:

@@ -60,6 +60,8 @@ def find_threshold(d: int, p: int, runs: int, coarse_runs: int, span: float, ste
         fit = logistic_threshold(ns, s.successes.values, s.trials.values)
     except ValueError:
         fit = None
+    if fit is not None and not ns.min() - stride <= fit.threshold <= ns.max() + stride:
+        fit = None  # an extrapolated threshold (the grid missed the transition) decides nothing
     return ThresholdResult(d, p, coarse, grid, fit)
 
 
@@ -122,6 +124,11 @@ def threshold_scan(ctx: Context, axis: str, values: Sequence[int],
     if len(x) < 3:
         return [Claim(f"threshold_{paper_law}_in_{axis}", f"N grows {paper_law} in {axis}",
                       paper_law, "too few thresholds", "inconclusive")]
+    if "power" not in fits:
+        return [Claim(f"threshold_{paper_law.replace('-', '_')}_in_{axis}",
+                      f"The convergence threshold N grows {paper_law} in {axis}", paper_law,
+                      {law: f.formula for law, f in fits.items()}, "inconclusive", None,
+                      "Fewer than 3 positive thresholds: no power law.")]
     verdict, note = verdict_rule(fits, x, N)
     rel_width = (hi - lo) / N
     if not np.all(np.isfinite(rel_width)) or np.median(rel_width) > MAX_REL_WIDTH:
