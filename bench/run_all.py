@@ -4,7 +4,7 @@
 
 Each benchmark also runs alone (bench/bench_throughput.py, bench/bench_tiny.py,
 bench/bench_reduced.py, bench/bench_town_fig1.py, bench/bench_limit_process.py,
-bench/bench_dana_fig3.py) and writes its raw
+bench/bench_dana_fig3.py, bench/bench_presets.py) and writes its raw
 numbers to bench/out/<name>.json. Timings are wall-clock best-of-k with compilation excluded,
 so run on an otherwise idle machine: before each benchmark it waits (up to --max-wait seconds)
 until other processes keep fewer than --max-busy cores busy, and it records that and the CPU time
@@ -15,6 +15,7 @@ hand) is appended to RESULTS.md.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -26,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_dana_fig3
 import bench_limit_process
+import bench_presets
 import bench_reduced
 import bench_throughput
 import bench_tiny
@@ -69,7 +71,10 @@ def main(argv: list[str] | None = None) -> None:
                     help="first wait until other processes keep fewer cores than this busy")
     ap.add_argument("--max-wait", type=float, default=120.0, help="seconds to wait at most")
     ap.add_argument("--no-write", action="store_true", help="do not rewrite bench/RESULTS.md")
+    ap.add_argument("--only", help="comma-separated benchmark names to run; the others' tables "
+                    "come from their last raw numbers in bench/out/<name>.json (marked as such)")
     args = ap.parse_args(argv)
+    only = None if args.only is None else set(args.only.split(","))
 
     runs: list[tuple[str, str, Callable[[], Any], Callable[[Any], str]]] = [
         ("Batched throughput", "throughput", lambda: bench_throughput.bench(args.steps),
@@ -83,10 +88,20 @@ def main(argv: list[str] | None = None) -> None:
          bench_limit_process.table),
         ("DPB Figure 3 protocol and re-batching", "dana_fig3", bench_dana_fig3.bench,
          bench_dana_fig3.table),
+        ("Reproduction presets", "presets", bench_presets.bench, bench_presets.table),
     ]
     sections: list[tuple[str, str, str]] = []
     t_start = time.perf_counter()
     for title, name, fn, table in runs:
+        earlier = BENCH_DIR / "out" / f"{name}.json"
+        if only is not None and name not in only and earlier.is_file():
+            result = json.loads(earlier.read_text())
+            result = result["rows"] if set(result) == {"rows"} else result
+            stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(earlier.stat().st_mtime))
+            md = table(result) + f"\n\n(Raw numbers of an earlier run, {stamp}.)"
+            print(f"\n## {title}\n\n{md}", flush=True)
+            sections.append((title, md, "earlier run"))
+            continue
         before = wait_for_quiet(args.max_busy, args.max_wait)
         with ForeignLoad() as foreign:
             result = fn()
@@ -109,7 +124,8 @@ def main(argv: list[str] | None = None) -> None:
         "Each benchmark also runs alone: "
         "`.venv/bin/python bench/bench_throughput.py`, `.venv/bin/python bench/bench_tiny.py`, "
         "`.venv/bin/python bench/bench_reduced.py`, `.venv/bin/python bench/bench_town_fig1.py`, "
-        "`.venv/bin/python bench/bench_limit_process.py`, `.venv/bin/python bench/bench_dana_fig3.py`; "
+        "`.venv/bin/python bench/bench_limit_process.py`, `.venv/bin/python bench/bench_dana_fig3.py`, "
+        "`.venv/bin/python bench/bench_presets.py`; "
         "raw numbers go to `bench/out/*.json`. The PyTorch baseline needs the optional `bench` "
         "extra (`.venv/bin/pip install torch==2.13.0`, or `pip install -e .[bench]`); without "
         "torch it is skipped.",

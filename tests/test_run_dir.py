@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 from typer.testing import CliRunner
@@ -61,3 +62,24 @@ def test_cli_run_and_plot(tmp_path):
     assert result.exit_code == 0, result.output
     assert (tmp_path / "o" / "probes.png").stat().st_size > 1000
     assert runner.invoke(app, ["list"]).exit_code == 0
+
+
+def test_sigterm_leaves_no_half_written_folder(tmp_path):
+    """A command killed by SIGTERM (kill, a batch scheduler) removes its temporary folder."""
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    exe = shutil.which("shallowflow") or str(Path(sys.executable).parent / "shallowflow")
+    out = tmp_path / "rep"
+    proc = subprocess.Popen([exe, "reproduce", "town-fig5", "--out", str(out), "--quiet"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while time.time() < deadline and not any(tmp_path.glob(".rep.tmp-*")):
+        time.sleep(0.2)
+    assert any(tmp_path.glob(".rep.tmp-*")), "the command never started writing"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    assert not out.exists() and not list(tmp_path.glob(".rep*"))

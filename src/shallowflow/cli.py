@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -11,6 +12,18 @@ from shallowflow.progress import console
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Simulate, measure and predict how one-hidden-layer ReLU networks learn.")
+
+@app.callback()
+def _main() -> None:
+    """Simulate, measure and predict how one-hidden-layer ReLU networks learn."""
+    # SIGTERM (kill, a batch scheduler) unwinds like Ctrl-C, so temporary output folders are
+    # removed and nothing half-written is left behind
+    signal.signal(signal.SIGTERM, _terminate)
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
 
 SetOption = Annotated[Optional[list[str]],  # noqa: UP045 (typer needs Optional)
                       typer.Option("--set", "-s", help="override a field: key.path=value")]

@@ -13,8 +13,8 @@ from shallowflow.reproductions.claims import Claim
 from shallowflow.reproductions.dana.threshold import threshold_scan
 
 PRESETS = {
-    "quick": {"p_values": [10, 20, 40, 80], "d": 8, "runs": 8, "coarse_runs": 6, "span": 6.0,
-              "step": 3.0, "seed": 0},
+    "quick": {"p_values": [15, 30, 60], "d": 20, "runs": 8, "coarse_runs": 6, "span": 4.0,
+              "step": 1.0, "seed": 0},
     "paper": {"p_values": list(range(50, 401, 50)), "d": 30, "runs": 25, "coarse_runs": 10,
               "span": 15.0, "step": 1.0, "seed": 0},
 }

@@ -2,9 +2,9 @@
 
 N is the n at which the probability of convergence (the paper's rule, L < C_y^-/(2n) within
 t_inf) crosses 1/2. Protocol for one (d, p): a coarse search with few runs brackets the crossing
-(n multiplied by ``growth`` until fewer than half of the runs converge), then the paper's grid
-n = N0 - span d .. N0 + span d in steps of ``step`` d around the bracket's midpoint N0 is run with
-``runs`` runs per n, and N is the binomial maximum-likelihood logistic fit
+(from n = 4d, multiplied by ``growth`` until fewer than half of the runs converge), then the
+paper's grid n = N0 - span d .. N0 + span d in steps of ``step`` d around the bracket's midpoint
+N0 is run with ``runs`` runs per n, and N is the binomial maximum-likelihood logistic fit
 (:func:`shallowflow.fits.logistic_threshold`) with its 95% profile interval. The paper uses
 span = 15, step = 1.
 """
@@ -39,7 +39,7 @@ def find_threshold(d: int, p: int, runs: int, coarse_runs: int, span: float, ste
                    seed: int, n_start: int | None = None, growth: float = 1.5,
                    show_progress: bool = True) -> ThresholdResult:
     """Bracket and fit N(d, p) (module docstring)."""
-    n = max(4, n_start or 2 * d)
+    n = max(4, n_start or 4 * d)  # below ~4d the budget t_inf (which grows with n) is tiny
     coarse: list[tuple[int, float]] = []
     for k in range(40):
         g = convergence_grid([n], d, p, coarse_runs, seed + 100_000 + k, "gaussian", show_progress)
@@ -52,7 +52,7 @@ def find_threshold(d: int, p: int, runs: int, coarse_runs: int, span: float, ste
     low = above[-1] if above else max(2, int(n / growth))
     centre = 0.5 * (low + n)
     stride = max(1, round(step * d))
-    lo = max(2, round(centre - span * d))
+    lo = max(2, round(centre - span * d), round(centre / 2))  # small n: t_inf is tiny there
     ns = np.arange(lo, round(centre + span * d) + 1, stride)
     grid = convergence_grid(ns, d, p, runs, seed, "gaussian", show_progress)
     s = summarise(grid)
