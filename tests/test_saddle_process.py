@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from shallowflow.losses import Loss
 from shallowflow.theory.activation_mask import (
     activation_mask,
     assumption4_probability_bound,
@@ -124,6 +125,10 @@ def test_loss_conventions_scale_times_and_plateaus():
     assert loss_constant("mse", 4) == 0.5
     assert loss_constant("square", 4, time_scale=3.0) == 0.75
     assert loss_constant("mse", 4, reduction="sum") == 2.0
+    assert loss_normaliser("square", 4) == Loss("square").quadratic_coefficient(4) == 1 / 8
+    assert Loss("mse", "sum").quadratic_coefficient(4) == 1.0
+    with pytest.raises(ValueError, match="loss: 'logistic' is not a square loss"):
+        Loss("logistic").quadratic_coefficient(4)
     sq = limit_process(HAND_X, HAND_Y, HAND_S, HAND_DIR, loss_constant("square", 4),
                        loss_normaliser("square", 4))
     mse = limit_process(HAND_X, HAND_Y, HAND_S, HAND_DIR, loss_constant("mse", 4),

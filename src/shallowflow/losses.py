@@ -66,6 +66,14 @@ class Loss:
             return 1.0 / jnp.sum(weights)
         return jnp.ones((), dtype=weights.dtype)
 
+    def quadratic_coefficient(self, n: int) -> float:
+        """c in L = c Σ_i r_i² (r_i = yhat_i - y_i) over n samples, for the square losses: 1/(2n) for
+        'square', 1/n for 'mse' (reduction 'sum': 1/2 and 1). ValueError for the other losses."""
+        if self.name not in ("square", "mse"):
+            raise ValueError(f"loss: {self.name!r} is not a square loss; L = c Σ r² needs 'square' or 'mse'")
+        c = 0.5 if self.name == "square" else 1.0
+        return c / n if self.reduction == "mean" else c
+
     def value(self, out: Array, y: Array) -> Array:
         """L = c * sum_i ell(yhat_i, y_i)."""
         c = 1.0 / out.shape[-1] if self.reduction == "mean" else 1.0

@@ -98,7 +98,26 @@ def check_labels(y: object, n: int | None = None, name: str = "y") -> np.ndarray
     return y
 
 
+def check_inputs(X: object | None, n: int, check: bool = True) -> np.ndarray | None:
+    """X (n, d) as float64 with orthonormal rows (``check=False``: only finite), one row per label;
+    None (the identity) passes through."""
+    if X is None:
+        return None
+    X = check_orthonormal(X) if check else as_finite("X", X, 2)
+    if X.shape[0] != n:
+        raise ValueError(f"X: must have one row per label (n = {n}), got shape {X.shape}")
+    return X
+
+
 # ------------------------------------------------------------------------------------- mask
+def fit_mask(active: np.ndarray, signs: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """M_ij = active_ij 1{s_j y_i > 0} with active_ij = 1{<w_j, x_i> > 0}: (..., n, m) bool from
+    active (..., n, m), signs (..., m) and y (..., n). Point i can be fitted by neuron j (MATH.md
+    §3.3; DPB Lemma 5's event I is "every row has a one", s_j = a_j); zero signs or labels never
+    count."""
+    return active & (y[..., :, None] * signs[..., None, :] > 0)
+
+
 def activation_mask(X: object | None, y: object, signs: object, directions: object,
                     check: bool = True) -> np.ndarray:
     """M (n, m) bool with M_ij = 1{<w̄_j, x_i> > 0} 1{s_j y_i > 0} (MATH.md §3.3).
@@ -108,18 +127,15 @@ def activation_mask(X: object | None, y: object, signs: object, directions: obje
     orthonormality check (the caller has done it).
     """
     y = check_labels(y)
-    n = y.shape[0]
     s = check_signs(signs)
+    X = check_inputs(X, y.shape[0], check)
     if X is None:
-        Wbar = check_directions(directions, s.shape[0], n)
+        Wbar = check_directions(directions, s.shape[0], y.shape[0])
         pre = Wbar.T  # <w̄_j, e_i> = w̄_j[i]
     else:
-        X = check_orthonormal(X) if check else as_finite("X", X, 2)
-        if X.shape[0] != n:
-            raise ValueError(f"X: must have one row per label (n = {n}), got shape {X.shape}")
         Wbar = check_directions(directions, s.shape[0], X.shape[1])
         pre = X @ Wbar.T
-    return (pre > 0) & (y[:, None] * s[None, :] > 0)
+    return fit_mask(pre > 0, s, y)
 
 
 # ------------------------------------------------------------------------------- Assumption 4

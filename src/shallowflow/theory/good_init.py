@@ -17,6 +17,9 @@ from fractions import Fraction
 
 import numpy as np
 
+from shallowflow.theory.activation_mask import fit_mask
+from shallowflow.theory.pl_bounds import active
+
 __all__ = ["good_init_event", "lemma5_bound", "neurons_for"]
 
 
@@ -80,7 +83,8 @@ def good_init_event(a: np.ndarray, W: np.ndarray, X: np.ndarray, y: np.ndarray) 
 
         I = for all i, there is j with <w_j, x_i> > 0 and a_j y_i > 0
 
-    (the authors' ``is_well_init``).
+    (the authors' ``is_well_init``): every row of the mask M_ij = 1{<w_j, x_i> > 0} 1{a_j y_i > 0}
+    (:func:`shallowflow.theory.activation_mask.fit_mask`) has a one.
 
     Parameters
     ----------
@@ -98,8 +102,7 @@ def good_init_event(a: np.ndarray, W: np.ndarray, X: np.ndarray, y: np.ndarray) 
     bool or bool array of shape (...)
         Whether I holds for each network.
     """
-    a, W, X, y = (np.asarray(v, dtype=np.float64) for v in (a, W, X, y))
-    pre = np.matmul(W, np.swapaxes(X, -1, -2))
-    good = (pre > 0) & (a[..., :, None] * y[..., None, :] > 0)
-    out = np.all(np.any(good, axis=-2), axis=-1)
+    a, y = (np.asarray(v, dtype=np.float64) for v in (a, y))
+    M = fit_mask(np.swapaxes(active(W, X), -1, -2), a, y)  # (..., n, p)
+    out = np.all(np.any(M, axis=-1), axis=-1)
     return bool(out) if out.ndim == 0 else out

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from shallowflow.theory.activation_mask import check_labels, check_orthonormal
+from shallowflow.theory.activation_mask import check_inputs, check_labels
 
 if TYPE_CHECKING:
     from shallowflow.theory.saddle_process import SaddleProcess
@@ -58,9 +58,5 @@ def min_norm_interpolator(X: object | None, y: object) -> tuple[np.ndarray, np.n
         if norm > 0:
             a[r] = sign * np.sqrt(norm)
             rows[r] = part / np.sqrt(norm)
-    if X is None:
-        return a, rows
-    X = check_orthonormal(X)
-    if X.shape[0] != n:
-        raise ValueError(f"X: must have one row per label (n = {n}), got shape {X.shape}")
-    return a, rows @ X
+    X = check_inputs(X, n)
+    return (a, rows) if X is None else (a, rows @ X)

@@ -35,17 +35,29 @@ def _arrays(*vs: np.ndarray) -> list[np.ndarray]:
     return [np.asarray(v, dtype=np.float64) for v in vs]
 
 
+def _scalar_or_array(out: np.ndarray) -> np.ndarray | float:
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def _preactivation(W: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """<w_j, x_i>, shape (..., p, n)."""
+    return np.matmul(W, np.swapaxes(X, -1, -2))
+
+
 def active(W: np.ndarray, X: np.ndarray) -> np.ndarray:
     """Activation indicators 1_{j,i} = 1{<w_j, x_i> > 0} (MATH.md §0.2), shape (..., p, n)."""
-    W, X = _arrays(W, X)
-    return np.matmul(W, np.swapaxes(X, -1, -2)) > 0
+    return _preactivation(*_arrays(W, X)) > 0
 
 
 def network_output(a: np.ndarray, W: np.ndarray, X: np.ndarray) -> np.ndarray:
     """h(x_i) = (1/p) sum_j a_j sigma(<w_j, x_i>) (MATH.md §1.1), shape (..., n)."""
     a, W, X = _arrays(a, W, X)
-    pre = np.matmul(W, np.swapaxes(X, -1, -2))
-    return np.einsum("...p,...pn->...n", a, np.maximum(pre, 0.0)) / a.shape[-1]
+    return np.einsum("...p,...pn->...n", a, np.maximum(_preactivation(W, X), 0.0)) / a.shape[-1]
+
+
+def _active_mean(weight: np.ndarray, W: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """(1/p) sum_j weight_j 1_{j,i}, shape (..., n)."""
+    return np.einsum("...p,...pn->...n", weight, active(W, X)) / weight.shape[-1]
 
 
 def _norms(X: np.ndarray) -> np.ndarray:
@@ -83,15 +95,11 @@ def mu_upper(a: np.ndarray, W: np.ndarray, X: np.ndarray, correlation: bool = Tr
     float or array (...)
     """
     a, W, X = _arrays(a, W, X)
-    p, n = a.shape[-1], X.shape[-2]
-    act = active(W, X)
-    weight = a**2 + np.sum(W**2, axis=-1)
-    per_point = np.einsum("...p,...pn->...n", weight, act) / p
+    per_point = _active_mean(a**2 + np.sum(W**2, axis=-1), W, X)
     K = np.max(_norms(X), axis=-1) ** 2
     if correlation:
         K = K + _gram_offdiag(X)
-    out = 2.0 / n * K * np.max(per_point, axis=-1)
-    return float(out) if np.ndim(out) == 0 else out
+    return _scalar_or_array(2.0 / X.shape[-2] * K * np.max(per_point, axis=-1))
 
 
 def mu_lower(a: np.ndarray, W: np.ndarray, X: np.ndarray) -> np.ndarray | float:
@@ -113,11 +121,8 @@ def mu_lower(a: np.ndarray, W: np.ndarray, X: np.ndarray) -> np.ndarray | float:
     float or array (...)
     """
     a, W, X = _arrays(a, W, X)
-    p, n = a.shape[-1], X.shape[-2]
-    per_point = np.einsum("...p,...pn->...n", a**2, active(W, X)) / p
     K = np.min(_norms(X), axis=-1) ** 2 - _gram_offdiag(X)
-    out = 2.0 / n * K * np.min(per_point, axis=-1)
-    return float(out) if np.ndim(out) == 0 else out
+    return _scalar_or_array(2.0 / X.shape[-2] * K * np.min(_active_mean(a**2, W, X), axis=-1))
 
 
 def theorem1_rate(constants: DataConstants) -> float:
@@ -153,8 +158,7 @@ def theorem1_mu_lower(a: np.ndarray, W: np.ndarray, X: np.ndarray, y: np.ndarray
     X, y = _arrays(X, y)
     c = constants if constants is not None else data_constants(X, y)
     h = network_output(a, W, X)
-    out = theorem1_rate(c) / X.shape[-2] * np.min(np.abs(h / y), axis=-1)
-    return float(out) if np.ndim(out) == 0 else out
+    return _scalar_or_array(theorem1_rate(c) / X.shape[-2] * np.min(np.abs(h / y), axis=-1))
 
 
 def theorem1_width(n: int, eps: float, C_aw: float, C_x_plus: float, C_y_plus: float,
@@ -193,8 +197,7 @@ def last_step_curvature(loss: np.ndarray, k: int = 1, lr: float = 1.0) -> np.nda
     L = np.asarray(loss, dtype=np.float64)
     if not 1 <= k < L.shape[-1]:
         raise ValueError(f"k: need 1 <= k < record length {L.shape[-1]}, got {k}")
-    out = np.log(L[..., -1 - k] / L[..., -1]) / (k * lr)
-    return float(out) if np.ndim(out) == 0 else out
+    return _scalar_or_array(np.log(L[..., -1 - k] / L[..., -1]) / (k * lr))
 
 
 def average_curvature(loss: np.ndarray, lr: float = 1.0) -> np.ndarray | float:
@@ -204,8 +207,7 @@ def average_curvature(loss: np.ndarray, lr: float = 1.0) -> np.ndarray | float:
     """
     L = np.asarray(loss, dtype=np.float64)
     t_inf = (L.shape[-1] - 1) * lr
-    out = np.log(L[..., 0] / L[..., -1]) / t_inf
-    return float(out) if np.ndim(out) == 0 else out
+    return _scalar_or_array(np.log(L[..., 0] / L[..., -1]) / t_inf)
 
 
 def mu_low(a: np.ndarray, W: np.ndarray, X: np.ndarray) -> np.ndarray | float:
@@ -214,9 +216,7 @@ def mu_low(a: np.ndarray, W: np.ndarray, X: np.ndarray) -> np.ndarray | float:
     Lemma 7's lower bound with C_x^- = 1 and exactly orthogonal data (DPB App. B).
     """
     a, W, X = _arrays(a, W, X)
-    per_point = np.einsum("...p,...pn->...n", a**2, active(W, X)) / a.shape[-1]
-    out = 2.0 / X.shape[-2] * np.min(per_point, axis=-1)
-    return float(out) if np.ndim(out) == 0 else out
+    return _scalar_or_array(2.0 / X.shape[-2] * np.min(_active_mean(a**2, W, X), axis=-1))
 
 
 def mu_upp(a: np.ndarray, W: np.ndarray, X: np.ndarray) -> np.ndarray | float:
@@ -225,9 +225,7 @@ def mu_upp(a: np.ndarray, W: np.ndarray, X: np.ndarray) -> np.ndarray | float:
     Lemma 7's upper bound with C_x^+ <= 2 and ||w_j|| <= |a_j|: 16 = 2 (C_x^+)^2 2 (DPB App. B).
     """
     a, W, X = _arrays(a, W, X)
-    per_point = np.einsum("...p,...pn->...n", a**2, active(W, X)) / a.shape[-1]
-    out = 16.0 / X.shape[-2] * np.max(per_point, axis=-1)
-    return float(out) if np.ndim(out) == 0 else out
+    return _scalar_or_array(16.0 / X.shape[-2] * np.max(_active_mean(a**2, W, X), axis=-1))
 
 
 def experiment2_measures(loss: np.ndarray, a: np.ndarray, W: np.ndarray, X: np.ndarray,

@@ -34,36 +34,38 @@ about 0.05-0.1 s (X = None).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
+from shallowflow.losses import Loss
 from shallowflow.theory.activation_mask import (
     Assumption4Report,
     activation_mask,
     as_finite,
     check_assumption4,
+    check_inputs,
     check_labels,
-    check_orthonormal,
     check_signs,
     unit_rows,
 )
 
 TIE_RTOL = 1e-9
-_NORMALISER = {("square", "mean"): lambda n: 1.0 / (2 * n), ("mse", "mean"): lambda n: 1.0 / n,
-               ("square", "sum"): lambda n: 0.5, ("mse", "sum"): lambda n: 1.0}
 
 
 # ------------------------------------------------------------------------------ conventions
 def loss_normaliser(loss: str, n: int, reduction: str = "mean") -> float:
-    """c in L = c Σ_i r_i²: 1/(2n) for 'square', 1/n for 'mse' (reduction 'sum': 1/2 and 1)."""
-    if (loss, reduction) not in _NORMALISER:
-        raise ValueError(f"loss: Algorithm 1 needs a square loss, 'square' or 'mse' with reduction "
-                         f"'mean' or 'sum'; got loss={loss!r}, reduction={reduction!r}")
+    """c in L = c Σ_i r_i²: 1/(2n) for 'square', 1/n for 'mse' (reduction 'sum': 1/2 and 1);
+    :meth:`shallowflow.losses.Loss.quadratic_coefficient`."""
     if int(n) != n or n < 1:
         raise ValueError(f"n: must be a positive integer, got {n!r}")
-    return float(_NORMALISER[(loss, reduction)](int(n)))
+    try:
+        return float(Loss(loss, reduction).quadratic_coefficient(int(n)))  # type: ignore[arg-type]
+    except ValueError as err:
+        raise ValueError(f"loss: Algorithm 1 needs a square loss, 'square' or 'mse' with reduction "
+                         f"'mean' or 'sum'; got loss={loss!r}, reduction={reduction!r}") from err
 
 
 def loss_constant(loss: str, n: int, time_scale: float = 1.0, reduction: str = "mean") -> float:
@@ -93,7 +95,8 @@ class SaddleProcess:
     losses (K+1,): L(θ^(k)) = c Σ_{U_k} y_i².
     jump_scale (K,): ||D_{j_k}^{(k-1)}|| (= a_{j_k}² = ||w_{j_k}||² after the jump).
     fitted_by (n,): the neuron that fits point i, -1 if none; fit_jump (n,): its jump k, 0 if none.
-    neuron_jump (m,): the jump k at which neuron j is fitted, 0 if never.
+    neuron_jump (m,): the jump k at which neuron j is fitted, 0 if never (both derived from
+    ``sequence`` and ``fitted_by``).
     a_final (m,), W_final (m, d): the final saddle θ^(K) (the interpolator when every row of the
     mask is non-zero). signs (m,), directions (m, d) unit rows, mask (n, m), y (n,): the inputs.
     c_L, loss_normaliser: the conventions (module docstring). report: Assumption 4.
@@ -106,8 +109,6 @@ class SaddleProcess:
     losses: np.ndarray
     jump_scale: np.ndarray
     fitted_by: np.ndarray
-    fit_jump: np.ndarray
-    neuron_jump: np.ndarray
     a_final: np.ndarray
     W_final: np.ndarray
     signs: np.ndarray
@@ -140,21 +141,36 @@ class SaddleProcess:
                 f"tau={np.array2string(self.tau[:6], precision=6)}{'...' if self.K > 6 else ''}, "
                 f"final loss={self.losses[-1]:.6g}, assumption4_ok={self.report.ok})")
 
+    # jump of each neuron and point ----------------------------------------------------------
+    @cached_property
+    def neuron_jump(self) -> np.ndarray:
+        """(m,): the jump k at which neuron j is fitted (j = sequence[k - 1]), 0 if never."""
+        jump = np.zeros(self.m, dtype=np.int64)
+        jump[self.sequence] = np.arange(1, self.K + 1)
+        return _frozen(jump)
+
+    @cached_property
+    def fit_jump(self) -> np.ndarray:
+        """(n,): the jump k at which point i is fitted (that of neuron fitted_by[i]), 0 if never."""
+        jump = np.zeros(self.n, dtype=np.int64)
+        fitted = self.fitted_by >= 0
+        jump[fitted] = self.neuron_jump[self.fitted_by[fitted]]
+        return _frozen(jump)
+
     # saddles -------------------------------------------------------------------------------
     @property
     def jump_starts(self) -> np.ndarray:
         """(K+1,): τ_0 = 0, τ_1, ..., τ_K (start of each saddle's interval)."""
         return np.concatenate([[0.0], self.tau])
 
-    def fitted_neurons(self, k: int) -> np.ndarray:
-        """(m,) bool: neurons in F_k (fitted by jump k)."""
+    def fitted_neurons(self, k: int | np.ndarray) -> np.ndarray:
+        """(m,) bool: neurons in F_k (fitted by jump k); an array k (..., 1) gives (..., m)."""
         return (self.neuron_jump >= 1) & (self.neuron_jump <= k)
 
     @property
     def a(self) -> np.ndarray:
         """(K+1, m): second-layer weights of the saddles θ^(0) = 0, ..., θ^(K)."""
-        k = np.arange(self.K + 1)[:, None]
-        on = (self.neuron_jump[None] >= 1) & (self.neuron_jump[None] <= k)
+        on = self.fitted_neurons(np.arange(self.K + 1)[:, None])
         return np.where(on, self.a_final[None], 0.0)
 
     @property
@@ -224,7 +240,7 @@ class SaddleProcess:
             fitted = self.neuron_jump >= 1
             scale[self.sequence] = self.jump_scale
             half_log = 0.5 * np.log(np.where(fitted, scale, 1.0))
-            done = fitted[None] & (self.neuron_jump[None] <= k[:, None])
+            done = self.fitted_neurons(k[:, None])
             variables["log_norm"] = (("time", "neuron"), np.where(done, half_log[None], e * L))
             coords["time"] = ("time", t * L)
         ds = xr.Dataset(variables, coords=coords)
@@ -298,10 +314,7 @@ def limit_process(X: object | None, y: object, signs: object, directions: object
         raise ValueError(f"loss_normaliser: must be finite and > 0, got {loss_normaliser!r}")
     if not (np.isfinite(tie_rtol) and tie_rtol >= 0):
         raise ValueError(f"tie_rtol: must be finite and >= 0, got {tie_rtol!r}")
-    if X is not None:
-        X = check_orthonormal(X) if check else as_finite("X", X, 2)
-        if X.shape[0] != n:
-            raise ValueError(f"X: must have one row per label (n = {n}), got shape {X.shape}")
+    X = check_inputs(X, n, check)
     d = n if X is None else X.shape[1]
     D0 = as_finite("directions", directions, 2)
     if D0.shape != (m, d):
@@ -321,7 +334,6 @@ def limit_process(X: object | None, y: object, signs: object, directions: object
     t_now = 0.0
     fitted_by = -np.ones(n, dtype=np.int64)
     fit_jump = np.zeros(n, dtype=np.int64)
-    neuron_jump = np.zeros(m, dtype=np.int64)
     taus, seq, scales, exps, slopes, tied = [], [], [], [e.copy()], [], []
     while True:
         live = free & (count > 0)
@@ -333,18 +345,17 @@ def limit_process(X: object | None, y: object, signs: object, directions: object
         T[live] = t_now + (-e[live]) / beta[live]
         j = int(np.argmin(T))
         t_next = float(T[j])
+        k = len(taus) + 1
         if np.sum(T <= t_next * (1.0 + tie_rtol)) > 1:
-            tied.append(len(taus) + 1)
+            tied.append(k)
         e = np.where(free, np.minimum(e + beta * (t_next - t_now), 0.0), 0.0)
         e[j] = 0.0
         new = np.flatnonzero(M[:, j] & unfitted)
-        k = len(taus) + 1
         taus.append(t_next)
         seq.append(j)
         scales.append(float(np.sqrt(mass[j])))
         fitted_by[new] = j
         fit_jump[new] = k
-        neuron_jump[j] = k
         unfitted[new] = False
         free[j] = False
         mass -= y2[new] @ Mf[new]
@@ -373,9 +384,8 @@ def limit_process(X: object | None, y: object, signs: object, directions: object
     return SaddleProcess(
         tau=_frozen(np.asarray(taus, dtype=np.float64)),
         sequence=_frozen(np.asarray(seq, dtype=np.int64)),
-        exponents=_frozen(np.stack(exps)), slopes=_frozen(np.stack(slopes)),
-        losses=_frozen(losses), jump_scale=_frozen(scale), fitted_by=_frozen(fitted_by),
-        fit_jump=_frozen(fit_jump), neuron_jump=_frozen(neuron_jump), a_final=_frozen(a_final),
+        exponents=_frozen(np.stack(exps)), slopes=_frozen(np.stack(slopes)), losses=_frozen(losses),
+        jump_scale=_frozen(scale), fitted_by=_frozen(fitted_by), a_final=_frozen(a_final),
         W_final=_frozen(W_final), signs=_frozen(s), directions=_frozen(Wbar), mask=_frozen(M),
         y=_frozen(y), c_L=float(c_L), loss_normaliser=float(c), report=report)
 
