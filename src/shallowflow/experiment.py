@@ -13,8 +13,10 @@ seed, name) share array shapes and compiled code, and are trained together in on
 
 from __future__ import annotations
 
+import collections
 import itertools
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -119,32 +121,45 @@ def generate(spec: Any, key: jax.Array) -> tuple[jax.Array, jax.Array]:
 
 def dataset_of(ref: RunRef) -> tuple[np.ndarray, np.ndarray]:
     """The (X, y) of one run as the network sees it (bias column appended if configured)."""
-    X, y = generate(ref.experiment.data, _data_key(ref))
-    if ref.experiment.model.bias:
-        X = add_bias_column(X)
-    return np.asarray(X), np.asarray(y)
+    X, y = _datasets([ref])
+    return X[0], y[0]
 
 
-def _quick_jit(fn: Callable) -> Callable:
-    """jit for one-off set-up code (data, initialisations): on CPU without XLA's backend
+_COMPILED: collections.OrderedDict[str, Callable] = collections.OrderedDict()
+
+
+def _quick_jit(key: str, make: Callable[[], Callable]) -> Callable:
+    """The jitted set-up function ``make()`` (data generation, initialisation), built once per
+    ``key`` (the specs it depends on; jit then keeps one executable per shape), so repeated
+    batches and single-run look-ups do not recompile. On CPU it is compiled without XLA's backend
     optimisations, which take ~0.5 s per random draw to compile and save microseconds here."""
-    if jax.default_backend() == "cpu":
-        return jax.jit(fn, compiler_options={"xla_backend_optimization_level": 0})
-    return jax.jit(fn)
+    if key not in _COMPILED:
+        options = ({"xla_backend_optimization_level": 0} if jax.default_backend() == "cpu"
+                   else None)
+        _COMPILED[key] = jax.jit(make(), compiler_options=options)
+        if len(_COMPILED) > 64:
+            _COMPILED.popitem(last=False)
+    _COMPILED.move_to_end(key)
+    return _COMPILED[key]
 
 
 def _datasets(refs: Sequence[RunRef]) -> tuple[np.ndarray, np.ndarray]:
     """The data sets of ``refs`` (same data spec up to its seed) stacked, X (R, n, d) and y
-    (R, n), generated in one compiled, vmapped call: eager generation would compile every random
-    op anew for each shape."""
+    (R, n) with the bias column if configured, generated in one compiled, vmapped call (eager
+    generation would compile every random op anew for each shape)."""
     exp = refs[0].experiment
-    if exp.data.kind == "file":
-        sets = [dataset_of(r) for r in refs]
-        return np.stack([s[0] for s in sets]), np.stack([s[1] for s in sets])
+    spec, bias = exp.data, exp.model.bias
+
+    def one(k: jax.Array) -> tuple[jax.Array, jax.Array]:
+        X, y = generate(spec, k)
+        return (add_bias_column(X) if bias else X), y
+
+    if spec.kind == "file":  # read from disk (not traceable); the same set for every run
+        X, y = (np.asarray(v) for v in one(_data_key(refs[0])))
+        return (np.broadcast_to(X, (len(refs), *X.shape)),
+                np.broadcast_to(y, (len(refs), *y.shape)))
     keys = jnp.stack([_data_key(r) for r in refs])
-    X, y = _quick_jit(jax.vmap(lambda k: generate(exp.data, k)))(keys)
-    if exp.model.bias:
-        X = jax.vmap(add_bias_column)(X)
+    X, y = _quick_jit(f"data {spec.model_dump_json()} bias={bias}", lambda: jax.vmap(one))(keys)
     return np.asarray(X), np.asarray(y)
 
 
@@ -232,8 +247,12 @@ def prepare_batch(refs: Sequence[RunRef]) -> BatchInputs:
     sgd_keys = jax.vmap(lambda k: jax.random.fold_in(k, SGD_STREAM))(keys)
     Xj, yj = jnp.asarray(X), jnp.asarray(y)
     axis = None if shared else 0
-    net0 = _quick_jit(jax.vmap(lambda k, Xr, yr: init_network(first, k, Xr, yr),
-                               in_axes=(0, axis, axis)))(init_keys, Xj, yj)
+    init_key = (f"init {first.init.model_dump_json()} {first.model.model_dump_json()} "
+                f"shared={shared}")
+    if first.init.scheme == "given":  # read when traced: a rewritten file must be read again
+        init_key += f" mtime={os.stat(first.init.path).st_mtime_ns}"
+    net0 = _quick_jit(init_key, lambda: jax.vmap(lambda k, Xr, yr: init_network(first, k, Xr, yr),
+                                                 in_axes=(0, axis, axis)))(init_keys, Xj, yj)
     log_scale = (None if first.log_lambda is None
                  else np.array([r.experiment.log_lambda for r in refs]))
     settings, notes = first.resolved()

@@ -65,6 +65,10 @@ class SharedInputs(NamedTuple):
         """Labels (n,) as (n, 1): they broadcast over runs."""
         return y[:, None]
 
+    def take_runs(self, idx: Array) -> SharedInputs:
+        """The inputs of runs ``idx`` (shared: the same)."""
+        return self
+
 
 class PerRunInputs(NamedTuple):
     """A dataset per run, X (R, n, d) (labels (R, n))."""
@@ -83,6 +87,9 @@ class PerRunInputs(NamedTuple):
 
     def labels(self, y: Array) -> Array:
         return y.T
+
+    def take_runs(self, idx: Array) -> PerRunInputs:
+        return PerRunInputs(self.X[idx])
 
 
 class DiagonalInputs(NamedTuple):
@@ -103,6 +110,14 @@ class DiagonalInputs(NamedTuple):
 
     def labels(self, y: Array) -> Array:
         return y[:, None] if y.ndim == 1 else y.T
+
+    @property
+    def per_run(self) -> bool:
+        """True when every run has its own norms (s of shape (n, R), R > 1)."""
+        return self.s.shape[1] > 1
+
+    def take_runs(self, idx: Array) -> DiagonalInputs:
+        return DiagonalInputs(self.s[:, idx]) if self.per_run else self
 
 
 Inputs = SharedInputs | PerRunInputs | DiagonalInputs

@@ -142,8 +142,9 @@ def _select(move: Array, new, old):
     """Per-run choice between two parameter pytrees (leaves (R, p) or (d, R, p))."""
 
     def pick(n: Array, o: Array) -> Array:
-        m = move[:, None] if n.ndim == 2 else move[None, :, None]
-        return jnp.where(m, n, o)
+        shape = [1] * n.ndim
+        shape[_run_axis(n)] = -1
+        return jnp.where(move.reshape(shape), n, o)
 
     return jax.tree_util.tree_map(pick, new, old)
 
@@ -312,7 +313,7 @@ def _segment_blocked(cfg: EngineConfig, block: int, step0: Array, state: EngineS
     the memory-bound diagonal path this saves most of the per-step memory traffic."""
     R = stop_loss.shape[0]
     nb = R // block
-    per_run_data = inputs.s.shape[1] == R and R > 1
+    per_run_data = inputs.per_run
     blocked = _blocks((state, stop_loss, keys, ref), nb, block)
     if per_run_data:
         s_b = jnp.moveaxis(inputs.s.reshape(inputs.n, nb, block), 1, 0)
@@ -447,15 +448,16 @@ def _put_runs(full, part, idx: np.ndarray):
     return jax.tree_util.tree_map(put, full, part)
 
 
-def _take_inputs(inputs: Inputs, y: Array, idx: np.ndarray, R: int) -> tuple[Inputs, Array]:
-    """The data of runs ``idx`` (shared data is kept as is)."""
-    if isinstance(inputs, PerRunInputs):
-        inputs = PerRunInputs(inputs.X[idx])
-    elif isinstance(inputs, DiagonalInputs) and inputs.s.shape[1] == R and R > 1:
-        inputs = DiagonalInputs(inputs.s[:, idx])
-    if y.ndim == 2:
-        y = y[idx]
-    return inputs, y
+def _widen(part: dict[str, np.ndarray], last: dict[str, np.ndarray],
+           current: np.ndarray) -> dict[str, np.ndarray]:
+    """Records (S, R_current, ...) of the runs ``current`` as full-batch records (S, R, ...):
+    runs left out of the batch are frozen, so they repeat their ``last`` record."""
+    out = {}
+    for name, values in part.items():
+        full = np.repeat(last[name][None], values.shape[0], axis=0)
+        full[:, current] = values
+        out[name] = full
+    return out
 
 
 REBATCH_MIN_SAVING_S = 2.0  # compact only if the estimated saving exceeds a recompilation
@@ -550,10 +552,7 @@ def simulate(
         if segment > 0 and int(chunk[-1]) > first_step:
             per_run_step = (time.perf_counter() - t0) / ((int(chunk[-1]) - first_step) * len(current))
         if len(current) < R:
-            for k, v in part.items():
-                full = np.repeat(last[k][None], len(chunk), axis=0)
-                full[:, current] = v
-                part[k] = full
+            part = _widen(part, last, current)
         pieces.append(part)
         last = {k: v[-1] for k, v in part.items()}
         done += len(chunk)
@@ -573,7 +572,7 @@ def simulate(
             full_state = _put_runs(full_state, state, current)
             current = current[keep]
             state, ref = _take_runs(state, keep), _take_runs(full_ref, current)
-            cur_inputs, cur_y = _take_inputs(inputs, y, current, R)
+            cur_inputs, cur_y = inputs.take_runs(current), y[current] if y.ndim == 2 else y
             cur_stop, cur_keys = stop[current], keys[current]
     if len(current) < R:
         state, ref = _put_runs(full_state, state, current), full_ref
