@@ -117,13 +117,16 @@ class LawFit:
     aic: float
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        x = np.asarray(x, float)
-        a, b = self.coef
-        if self.law == "linear":
-            return a + b * x
-        if self.law == "power":
-            return a * x**b
-        return a + b * np.log(x)
+        return _law(self.law, self.coef, np.asarray(x, float))
+
+
+def _law(law: str, coef: tuple[float, ...], x: np.ndarray) -> np.ndarray:
+    a, b = coef
+    if law == "linear":
+        return a + b * x
+    if law == "power":
+        return a * x**b
+    return a + b * np.log(x)
 
 
 def _law_fit(law: str, x: np.ndarray, y: np.ndarray) -> LawFit:
@@ -133,19 +136,19 @@ def _law_fit(law: str, x: np.ndarray, y: np.ndarray) -> LawFit:
     elif law == "power":
         k, logc = np.polyfit(np.log(x), np.log(y), 1)
         res = optimize.least_squares(lambda c: c[0] * x ** c[1] - y, [np.exp(logc), k])
-        coef, formula = (float(res.x[0]), float(res.x[1])), f"{res.x[0]:.4g} x^{res.x[1]:.4g}"
+        coef, formula = (res.x[0], res.x[1]), f"{res.x[0]:.4g} x^{res.x[1]:.4g}"
     elif law == "log":
         b, a = np.polyfit(np.log(x), y, 1)
         coef, formula = (a, b), f"{a:.4g} + {b:.4g} log x"
     else:
         raise ValueError(f"law: must be linear, power or log, got {law!r}")
-    fit = LawFit(law, formula, tuple(float(c) for c in coef), 0.0, 0.0, 0.0)
-    resid = y - fit(x)
+    coef = (float(coef[0]), float(coef[1]))
+    resid = y - _law(law, coef, x)
     sse = float(resid @ resid)
     r2 = 1 - sse / float(((y - y.mean()) ** 2).sum())
     m = len(x)
     aic = m * np.log(sse / m + 1e-300) + 2 * 2
-    return LawFit(law, formula, fit.coef, r2, float(np.sqrt(sse / m)), float(aic))
+    return LawFit(law, formula, coef, r2, float(np.sqrt(sse / m)), float(aic))
 
 
 def scaling_fits(x: Sequence[float], y: Sequence[float]) -> dict[str, LawFit]:

@@ -27,7 +27,7 @@ import yaml
 
 from shallowflow.reproductions import report
 from shallowflow.reproductions.claims import Claim, to_json
-from shallowflow.store import atomic_dir, check_output_dir, provenance, write_netcdf, write_text
+from shallowflow.store import atomic_dir, provenance, write_netcdf, write_text
 
 
 @dataclass
@@ -118,7 +118,6 @@ def run_reproduction(name: str, out: str | Path, preset: str = "quick",
         raise ValueError(f"name: unknown reproduction {name!r}; allowed: {', '.join(reps)}")
     rep = reps[name]
     params = resolve_params(rep, preset, overrides)
-    check_output_dir(out, overwrite)
     start = time.perf_counter()
     with atomic_dir(out, overwrite) as folder:
         ctx = Context(params, folder, show_progress)
