@@ -39,22 +39,16 @@ class Claim:
             raise ValueError(f"verdict: must be one of {VERDICTS}, got {self.verdict!r}")
 
 
-def within(value: float, interval: tuple[float, float] | None) -> bool:
-    """True when ``value`` lies in the closed ``interval`` (False for a missing interval)."""
-    return interval is not None and interval[0] <= value <= interval[1]
-
-
 def interval_verdict(paper: float, interval: tuple[float, float] | None,
                      max_width: float | None = None) -> str:
-    """``reproduced`` if the interval contains the paper's value; ``inconclusive`` if it is
-    missing, not finite or wider than ``max_width``; else ``not reproduced``."""
+    """``inconclusive`` if the interval is missing, not finite or wider than ``max_width`` (too
+    uncertain to decide); else ``reproduced`` if it contains the paper's value, ``not
+    reproduced`` if not."""
     if interval is None or not all(map(math.isfinite, interval)):
         return "inconclusive"
-    if within(paper, interval):
-        return "reproduced"
     if max_width is not None and interval[1] - interval[0] > max_width:
         return "inconclusive"
-    return "not reproduced"
+    return "reproduced" if interval[0] <= paper <= interval[1] else "not reproduced"
 
 
 def _plain(value: Any) -> Any:

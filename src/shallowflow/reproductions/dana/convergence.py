@@ -22,7 +22,7 @@ import numpy as np
 import xarray as xr
 
 from shallowflow.config import Experiment, experiment_from_mapping
-from shallowflow.experiment import RunRef, prepare_batch, run_batch
+from shallowflow.experiment import BatchInputs, RunRef, prepare_batch, run_batch
 from shallowflow.progress import step_progress
 from shallowflow.theory.good_init import good_init_event, neurons_for
 from shallowflow.theory.training_budget import budget
@@ -44,27 +44,36 @@ def convergence_experiment(n: int, d: int, p: int | None, runs: int, seed: int,
     })
 
 
+def train_runs(exp: Experiment, runs: Sequence[int], label: str,
+               show_progress: bool = True) -> tuple[BatchInputs, xr.Dataset]:
+    """Prepare and train the runs ``runs`` of ``exp`` in one batch behind a progress bar labelled
+    ``label``; return the batch (its data X, y) and the trained Dataset."""
+    batch = prepare_batch([RunRef(exp, r) for r in runs])
+    with step_progress(label, show_progress) as update:
+        return batch, run_batch(batch, update)
+
+
 def run_point(exp: Experiment, show_progress: bool = True) -> xr.Dataset:
     """Train the runs of one grid point; return per-run summaries (dimension run)."""
-    batch = prepare_batch([RunRef(exp, r) for r in range(exp.runs)])
-    with step_progress(f"{exp.name} ({exp.runs} runs)", show_progress) as update:
-        ds = run_batch(batch, update)
+    batch, ds = train_runs(exp, range(exp.runs), f"{exp.name} ({exp.runs} runs)", show_progress)
     n = exp.data.n
     y = np.asarray(batch.y)
     cy_minus = np.abs(y).min(axis=-1)
     loss = ds.loss.values
     final, initial = loss[:, -1], loss[:, 0]
+    smallest = np.nanmin(loss, axis=1)
+    text_threshold = cy_minus / (2 * n)
+    converged_text = smallest < text_threshold
     stop_time = np.where(ds.stopped.values, ds.stop_step.values, int(ds.step[-1])) * exp.train.lr
     return xr.Dataset(
         {
             "initial_loss": ("run", initial),
             "final_loss": ("run", final),
-            "min_recorded_loss": ("run", np.nanmin(loss, axis=1)),
+            "min_recorded_loss": ("run", smallest),
             "max_rise": ("run", _max_rise(loss)),
-            "text_rule_gap": ("run", (np.nanmin(loss, axis=1) < cy_minus / (2 * n))
-                              != (final < cy_minus / (2 * n))),
+            "text_rule_gap": ("run", converged_text != (final < text_threshold)),
             "C_y_minus": ("run", cy_minus),
-            "converged_text": ("run", np.nanmin(loss, axis=1) < cy_minus / (2 * n)),
+            "converged_text": ("run", converged_text),
             "converged_code": ("run", final < 1.0 / (2 * n)),
             "diverged": ("run", ds.diverged.values),
             "stop_time": ("run", stop_time),
@@ -91,8 +100,8 @@ def convergence_grid(ns: Sequence[int], d: int, p: int | None, runs: int, seed: 
     parts = []
     for k, n in enumerate(ns):
         exp = convergence_experiment(int(n), d, p, runs, seed + 1000 * k, first_layer)
-        parts.append(run_point(exp, show_progress).expand_dims(n=[int(n)]))
-        parts[-1] = parts[-1].assign_coords(p=("n", [exp.model.width]))
+        parts.append(run_point(exp, show_progress).expand_dims(n=[int(n)])
+                     .assign_coords(p=("n", [exp.model.width])))
     out = xr.concat(parts, dim="n", combine_attrs="drop")
     out.attrs.update({"d": d, "first_layer": first_layer})
     return out

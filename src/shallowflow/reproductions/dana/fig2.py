@@ -31,10 +31,9 @@ from scipy.optimize import brentq
 
 from shallowflow import init as inits
 from shallowflow.config import experiment_from_mapping
-from shallowflow.experiment import RunRef, prepare_batch, run_batch
-from shallowflow.progress import step_progress
 from shallowflow.reproductions.base import Context, Reproduction, register
 from shallowflow.reproductions.claims import Claim
+from shallowflow.reproductions.dana.convergence import train_runs
 from shallowflow.theory import group_dynamics as gd
 
 PRESETS = {
@@ -77,9 +76,7 @@ def simulate_group(n: int, lr: float, span: float, every_flow: float, levels: li
         "train": {"lr": lr, "steps": steps, "time_scale": "width", "reduce": "on"},
         "record": {"every": every, "points": 0, "probes": ["loss", "output", "neuron_norm"]},
     })
-    batch = prepare_batch([RunRef(exp, 0)])
-    with step_progress(f"{exp.name}", show_progress) as update:
-        ds = run_batch(batch, update)
+    batch, ds = train_runs(exp, [0], exp.name, show_progress)
     prob = gd.GroupProblem.from_network(batch.X, batch.y, ds.a_init.values[0],
                                         ds.W_init.values[0])
     r = np.asarray(batch.y)[None, :] - ds.output.values[0]  # (time, sample)

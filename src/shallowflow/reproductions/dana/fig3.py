@@ -15,7 +15,7 @@ import xarray as xr
 
 from shallowflow.fits import grid_sigmoid_threshold, logistic_threshold
 from shallowflow.reproductions.base import Context, Reproduction, register
-from shallowflow.reproductions.claims import Claim
+from shallowflow.reproductions.claims import Claim, interval_verdict
 from shallowflow.reproductions.dana.convergence import convergence_grid, summarise
 from shallowflow.theory.good_init import lemma5_bound
 
@@ -99,9 +99,7 @@ def build(ctx: Context) -> list[Claim]:
     else:
         lo, hi = main_fit.interval
         if P["d"] == 100:
-            verdict = "reproduced" if lo <= PAPER_THRESHOLD <= hi else "not reproduced"
-            if hi - lo > 600:
-                verdict = "inconclusive"
+            verdict = interval_verdict(PAPER_THRESHOLD, (lo, hi), max_width=600)
             note = ""
         else:
             verdict = "inconclusive"
@@ -127,8 +125,8 @@ def build(ctx: Context) -> list[Claim]:
         boot = [rng.choice(vals, len(vals)).mean() for _ in range(2000)]
         lo, hi = np.quantile(boot, [0.025, 0.975])
         mean = float(vals.mean())
-        verdict = "reproduced" if lo <= PAPER_FINAL_LOSS <= hi or abs(mean - 0.006) < 0.002 \
-            else "not reproduced"
+        verdict = ("reproduced" if lo <= PAPER_FINAL_LOSS <= hi or abs(mean - PAPER_FINAL_LOSS) < 0.002
+                   else "not reproduced")
         if P["d"] != 100:
             verdict = "inconclusive"
         claims.append(Claim(

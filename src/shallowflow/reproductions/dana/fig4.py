@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from shallowflow.reproductions.base import Context, Reproduction, register
-from shallowflow.reproductions.claims import Claim
-from shallowflow.reproductions.dana.threshold import threshold_scan
+from shallowflow.reproductions.base import Reproduction, register
+from shallowflow.reproductions.dana.threshold import scan_build
 
 PRESETS = {
     "quick": {"d_values": [20, 30, 40], "p": 30, "runs": 8, "coarse_runs": 6, "span": 4.0,
@@ -36,12 +35,9 @@ def linear_rule(fits: dict, x: np.ndarray, N: np.ndarray) -> tuple[str, str]:
             f"{'yes' if 0.85 <= k <= 1.15 else 'no'}.")
 
 
-def build(ctx: Context) -> list[Claim]:
-    P = ctx.params
-    ctx.summary = ("The convergence threshold N(d, p) of DPB's network on sphere data against the "
-                   "dimension d at fixed width p (Figure 4 of the paper).")
-    return threshold_scan(ctx, "d", P["d_values"], {"p": P["p"]}, "linearly", linear_rule)
-
+build = scan_build("d", "linearly", linear_rule,
+                   "The convergence threshold N(d, p) of DPB's network on sphere data against "
+                   "the dimension d at fixed width p (Figure 4 of the paper).")
 
 register(Reproduction("dana-fig4", "convergence threshold against d",
                       "Dana, Pillaud-Vivien, Bach (000), Figure 4", build, PRESETS, __doc__ or ""))

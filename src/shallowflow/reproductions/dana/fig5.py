@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from shallowflow.reproductions.base import Context, Reproduction, register
-from shallowflow.reproductions.claims import Claim
-from shallowflow.reproductions.dana.threshold import threshold_scan
+from shallowflow.reproductions.base import Reproduction, register
+from shallowflow.reproductions.dana.threshold import scan_build
 
 PRESETS = {
     "quick": {"p_values": [15, 30, 60], "d": 20, "runs": 8, "coarse_runs": 6, "span": 4.0,
@@ -30,12 +29,9 @@ def sublinear_rule(fits: dict, x: np.ndarray, N: np.ndarray) -> tuple[str, str]:
             f"exponent {k:.3f}, best law by AIC: {best}.")
 
 
-def build(ctx: Context) -> list[Claim]:
-    P = ctx.params
-    ctx.summary = ("The convergence threshold N(d, p) of DPB's network on sphere data against the "
-                   "width p at fixed dimension d (Figure 5 of the paper).")
-    return threshold_scan(ctx, "p", P["p_values"], {"d": P["d"]}, "sub-linearly", sublinear_rule)
-
+build = scan_build("p", "sub-linearly", sublinear_rule,
+                   "The convergence threshold N(d, p) of DPB's network on sphere data against "
+                   "the width p at fixed dimension d (Figure 5 of the paper).")
 
 register(Reproduction("dana-fig5", "convergence threshold against p",
                       "Dana, Pillaud-Vivien, Bach (000), Figure 5", build, PRESETS, __doc__ or ""))

@@ -121,13 +121,13 @@ def threshold_scan(ctx: Context, axis: str, values: Sequence[int],
                          for law, f in fits.items())
     ctx.section("Thresholds", f"| {axis} | N | 95% interval |\n|---|---|---|\n{rows}\n\n"
                 f"| law | fit | R2 | RMSE | AIC |\n|---|---|---|---|---|\n{fit_rows}")
+    claim_id = f"threshold_{paper_law.replace('-', '_')}_in_{axis}"
+    statement = f"The convergence threshold N grows {paper_law} in {axis}"
     if len(x) < 3:
-        return [Claim(f"threshold_{paper_law}_in_{axis}", f"N grows {paper_law} in {axis}",
-                      paper_law, "too few thresholds", "inconclusive")]
+        return [Claim(claim_id, statement, paper_law, "too few thresholds", "inconclusive")]
+    formulas = {law: f.formula for law, f in fits.items()}
     if "power" not in fits:
-        return [Claim(f"threshold_{paper_law.replace('-', '_')}_in_{axis}",
-                      f"The convergence threshold N grows {paper_law} in {axis}", paper_law,
-                      {law: f.formula for law, f in fits.items()}, "inconclusive", None,
+        return [Claim(claim_id, statement, paper_law, formulas, "inconclusive", None,
                       "Fewer than 3 positive thresholds: no power law.")]
     verdict, note = verdict_rule(fits, x, N)
     rel_width = (hi - lo) / N
@@ -135,8 +135,22 @@ def threshold_scan(ctx: Context, axis: str, values: Sequence[int],
         verdict = "inconclusive"
         note += (f" The thresholds are too uncertain to decide (median 95% interval width "
                  f"{np.median(rel_width):.0%} of N, limit {MAX_REL_WIDTH:.0%}): more runs per n.")
-    return [Claim(f"threshold_{paper_law.replace('-', '_')}_in_{axis}",
-                  f"The convergence threshold N grows {paper_law} in {axis}", paper_law,
-                  {law: f.formula for law, f in fits.items()}, verdict, None, note,
+    return [Claim(claim_id, statement, paper_law, formulas, verdict, None, note,
                   {f"R2 {law}": round(f.r2, 4) for law, f in fits.items()}
                   | {f"AIC {law}": round(f.aic, 2) for law, f in fits.items()})]
+
+
+def scan_build(axis: str, paper_law: str,
+               verdict_rule: Callable[[dict, np.ndarray, np.ndarray], tuple[str, str]],
+               summary: str) -> Callable[[Context], list[Claim]]:
+    """The ``build`` of a threshold figure: :func:`threshold_scan` along ``axis`` ("d" or "p")
+    over the preset's ``{axis}_values`` at its fixed value of the other one."""
+    other = "p" if axis == "d" else "d"
+
+    def build(ctx: Context) -> list[Claim]:
+        P = ctx.params
+        ctx.summary = summary
+        return threshold_scan(ctx, axis, P[f"{axis}_values"], {other: P[other]}, paper_law,
+                              verdict_rule)
+
+    return build
