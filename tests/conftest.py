@@ -1,3 +1,27 @@
 """Shared test setup: importing shallowflow first switches JAX to float64."""
 
+import json
+import re
+
 import shallowflow  # noqa: F401  (enables jax_enable_x64 before any array is built)
+from shallowflow.reproductions.claims import VERDICTS
+
+
+def check_reproduction_folder(folder, ids=None):
+    """Checks every reproduction folder must pass: claims.json is a non-empty list of claims
+    with all fields and a known verdict (exactly the claim ids ``ids`` when given), and every PNG
+    that report.md links exists and is not trivially small. Returns (claims by id, report text)."""
+    fields = {"id", "statement", "paper_value", "measured", "verdict", "interval", "notes", "variants"}
+    claims = json.loads((folder / "claims.json").read_text())
+    assert isinstance(claims, list) and claims
+    if ids is not None:
+        assert {c["id"] for c in claims} == set(ids)
+    for c in claims:
+        assert set(c) == fields
+        assert c["verdict"] in VERDICTS
+    report = (folder / "report.md").read_text()
+    pngs = re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", report)
+    assert pngs
+    for png in pngs:
+        assert (folder / png).is_file() and (folder / png).stat().st_size > 10_000
+    return {c["id"]: c for c in claims}, report

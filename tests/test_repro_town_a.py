@@ -5,51 +5,44 @@ saved inputs (labels, initial signs and directions), not against the code's own 
 
 from __future__ import annotations
 
-import json
 import math
-import re
 
 import numpy as np
 import pytest
 import xarray as xr
 
+from conftest import check_reproduction_folder
 from shallowflow.reproductions import run_reproduction
-from shallowflow.reproductions.claims import VERDICTS
-
-FIELDS = {"id", "statement", "paper_value", "measured", "verdict", "interval", "notes", "variants"}
 
 
-def check_folder(out):
-    claims = json.loads((out / "claims.json").read_text())
-    assert claims
-    for c in claims:
-        assert set(c) == FIELDS
-        assert c["verdict"] in VERDICTS
-    report = (out / "report.md").read_text()
-    pngs = re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", report)
-    assert pngs
-    for png in pngs:
-        assert (out / png).is_file() and (out / png).stat().st_size > 10_000
-    return {c["id"]: c for c in claims}, report
+def run_checked(name, out, overrides, ids):
+    """Run ``name`` (quick preset with ``overrides``) into ``out``, check the folder and that the
+    claims include ``ids``; returns (out, report text)."""
+    run_reproduction(name, out, "quick", overrides, show_progress=False)
+    claims, report = check_reproduction_folder(out)
+    assert ids <= set(claims)
+    return out, report
 
 
-def correct_sign_active(W0: np.ndarray, a0: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """(n, m): x_i = e_i is active for neuron j with the sign of its label (MATH.md §3.3)."""
+def correct_sign_active(ds: xr.Dataset, run: int | None = None) -> np.ndarray:
+    """(n, m): x_i = e_i is active for neuron j with the sign of its label (MATH.md §3.3), from
+    the saved labels and initial network (of run ``run`` when the file has a run dimension)."""
+    W0, a0, y = ds.W_init.values, ds.a_init.values, ds.y.values
+    if run is not None:
+        W0, a0 = W0[run], a0[run]
     return (W0.T > 0) & (np.sign(a0)[None, :] * y[:, None] > 0)
 
 
 def test_town_fig1(tmp_path):
-    out, _ = run_reproduction("town-fig1", tmp_path / "f1", "quick",
+    out, report = run_checked("town-fig1", tmp_path / "f1",
                               ["n=16", "m=4", "log10_lambdas=[-10.0, -60.0]", "epoch_draws=10"],
-                              show_progress=False)
-    claims, report = check_folder(out)
-    assert {"one_neuron_per_jump", "jump_times", "plateau_losses"} <= set(claims)
+                              {"one_neuron_per_jump", "jump_times", "plateau_losses"})
     assert "Preset wall time" in report
-    ds = xr.open_dataset(out / "simulation.nc")
+    ds = xr.load_dataset(out / "simulation.nc")
     y = ds.y.values
     n = y.size
     r = int(np.argmin(ds.log_lambda.values))  # the smallest lambda
-    A = correct_sign_active(ds.W_init.values[r], ds.a_init.values[r], y)
+    A = correct_sign_active(ds, r)
     # loss floor: points no neuron can fit keep their loss, (1/n) Σ y_i² (MSE)
     floor = np.sum(y[~A.any(axis=1)] ** 2) / n
     assert float(ds.final_loss[r]) == pytest.approx(floor, rel=1e-6, abs=1e-9 * np.sum(y**2) / n)
@@ -64,15 +57,13 @@ def test_town_fig1(tmp_path):
 
 
 def test_town_fig3(tmp_path):
-    out, _ = run_reproduction("town-fig3", tmp_path / "f3", "quick",
-                              ["n=16", "m=4", "log10_lambdas=[-20.0, -60.0]", "record_dt=1.0"],
-                              show_progress=False)
-    claims, _ = check_folder(out)
-    assert {"piecewise_linear", "slopes"} <= set(claims)
-    ds = xr.open_dataset(out / "log_norms.nc")
+    out, _ = run_checked("town-fig3", tmp_path / "f3",
+                         ["n=16", "m=4", "log10_lambdas=[-20.0, -60.0]", "record_dt=1.0"],
+                         {"piecewise_linear", "slopes"})
+    ds = xr.load_dataset(out / "log_norms.nc")
     y = ds.y.values
     n = y.size
-    A = correct_sign_active(ds.W_init.values, ds.a_init.values, y)
+    A = correct_sign_active(ds)
     beta = 2.0 / n * np.sqrt((y[:, None] ** 2 * A).sum(axis=0))  # β_j^(0), c_L = 2/n
     tau1 = 1.0 / beta.max()
     t = ds.t.values
@@ -85,14 +76,12 @@ def test_town_fig3(tmp_path):
 
 
 def test_town_fig4(tmp_path):
-    out, _ = run_reproduction("town-fig4", tmp_path / "f4", "quick",
-                              ["n=16", "m=4", "log10_lambda=-60.0", "record_dt=2.0"],
-                              show_progress=False)
-    claims, _ = check_folder(out)
-    assert {"jump_direction", "alone_grows"} <= set(claims)
-    ds = xr.open_dataset(out / "snapshots.nc")
+    out, _ = run_checked("town-fig4", tmp_path / "f4",
+                         ["n=16", "m=4", "log10_lambda=-60.0", "record_dt=2.0"],
+                         {"jump_direction", "alone_grows"})
+    ds = xr.load_dataset(out / "snapshots.nc")
     y = ds.y.values
-    A = correct_sign_active(ds.W_init.values, ds.a_init.values, y)
+    A = correct_sign_active(ds)
     D = (A * np.abs(y)[:, None]).T  # (m, n): D_j = Σ_{A_j} |y_i| e_i
     first = int(np.argmax(np.linalg.norm(D, axis=1)))
     snaps = list(ds.snapshot.values)
@@ -104,13 +93,12 @@ def test_town_fig4(tmp_path):
 
 
 def test_town_convergence(tmp_path):
-    out, _ = run_reproduction("town-convergence", tmp_path / "c", "quick",
+    out, report = run_checked("town-convergence", tmp_path / "c",
                               ["n=6", "m=3", "problems=1", "log10_lambdas=[-10.0, -30.0]",
-                               "refine=2", "fit_max_log10=-10.0", "boot=50"], show_progress=False)
-    claims, report = check_folder(out)
-    assert {"jump_time_rate", "gd_step_bias", "final_weight_rate", "hand_vector"} <= set(claims)
+                               "refine=2", "fit_max_log10=-10.0", "boot=50"],
+                              {"jump_time_rate", "gd_step_bias", "final_weight_rate", "hand_vector"})
     assert "| hand vector" in report
-    ds = xr.open_dataset(out / "convergence.nc")
+    ds = xr.load_dataset(out / "convergence.nc")
     h = list(ds.problem.values).index("hand vector §3.6")
     # MATH.md §3.6 by hand: c_L = 1/4, ||D_1|| = 5, ||D_2|| = sqrt(21), then sqrt(5)
     tau1 = 1.0 / (0.25 * 5.0)

@@ -6,33 +6,21 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 import xarray as xr
 
+from conftest import check_reproduction_folder
 from shallowflow.reproductions import run_reproduction
-from shallowflow.reproductions.claims import VERDICTS
-
-FIELDS = {"id", "statement", "paper_value", "measured", "verdict", "interval", "notes", "variants"}
 
 
-def check_outputs(out: Path, ids: set[str]) -> list[dict]:
-    claims = json.loads((out / "claims.json").read_text())
-    assert isinstance(claims, list) and {c["id"] for c in claims} == ids
-    for c in claims:
-        assert set(c) == FIELDS
-        assert c["verdict"] in VERDICTS
+def check_outputs(out: Path, ids: set[str]) -> None:
+    claims, report = check_reproduction_folder(out, ids)
+    for c in claims.values():
         assert c["interval"] is None or len(c["interval"]) == 2
-    report = (out / "report.md").read_text()
-    pngs = re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", report)
-    assert pngs
-    for p in pngs:
-        assert (out / p).is_file() and (out / p).stat().st_size > 10_000
     assert "## Cost" in report and "## Protocol" in report
-    return claims
 
 
 def min_norm_numpy(y: np.ndarray) -> float:

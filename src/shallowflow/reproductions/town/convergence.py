@@ -29,9 +29,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
 
+from shallowflow.fits import loglog_slope
 from shallowflow.reproductions.base import Context, Reproduction, register
 from shallowflow.reproductions.claims import Claim
 from shallowflow.reproductions.town.setup import (
+    ScaleRuns,
     crossing_times,
     limit_processes,
     log10_label,
@@ -71,11 +73,13 @@ def hand_problem(folder: Path) -> dict:
             "init": {"scheme": "given", "path": str(npz)}}
 
 
-def random_problems(n: int, m: int, count: int, seed: int) -> tuple[list[dict], list[int]]:
+def random_problems(n: int, m: int, count: int, seed: int
+                    ) -> tuple[list[dict], list[SaddleProcess], list[int]]:
     """The first ``count`` seeds >= ``seed`` whose limit process has at least two jumps, unique
     argmins and consecutive jump times at least MIN_GAP τ_K apart (so that each jump has its own
-    plateau at moderate lambda); returns the problems and the rejected seeds."""
-    chosen, rejected, start = [], [], seed
+    plateau at moderate lambda); returns the problems, their limit processes and the rejected
+    seeds."""
+    chosen, procs, rejected, start = [], [], [], seed
     while len(chosen) < count:
         pbs = [{"n": n, "m": m, "seed": s, "labels": "normal", "basis": "random", "loss": "mse"}
                for s in range(start, start + 4 * count)]
@@ -85,12 +89,13 @@ def random_problems(n: int, m: int, count: int, seed: int) -> tuple[list[dict], 
             gaps = np.diff(p.jump_starts)
             if p.K >= 2 and p.report.argmin_unique and gaps.min() >= MIN_GAP * p.tau[-1]:
                 chosen.append(pb)
+                procs.append(p)
             else:
                 rejected.append(pb["seed"])
         start += 4 * count
         if start - seed > 50 * count:
             raise RuntimeError("random_problems: too few seeds pass the selection rule")
-    return chosen, rejected
+    return chosen, procs, rejected
 
 
 def scale_groups(L: np.ndarray) -> list[np.ndarray]:
@@ -104,14 +109,12 @@ def scale_groups(L: np.ndarray) -> list[np.ndarray]:
     return groups
 
 
-def errors(runs, p: SaddleProcess) -> tuple[np.ndarray, np.ndarray]:
+def errors(runs: ScaleRuns) -> tuple[np.ndarray, np.ndarray]:
     """(crossing times (R, K), final-weight errors (R,)) of one problem's runs."""
-    ds = runs.ds
-    R = ds.sizes["run"]
-    cross = np.stack([crossing_times(ds.loss.values[r], ds.time_accelerated.values[r], p.losses)
-                      for r in range(R)])
-    werr = np.array([max(np.abs(ds.W_final.values[r] - p.W_final).max(),
-                         np.abs(ds.a_final.values[r] - p.a_final).max()) for r in range(R)])
+    ds, p = runs.ds, runs.process
+    cross = crossing_times(ds.loss.values, ds.time_accelerated.values, p.losses)
+    werr = np.maximum(np.abs(ds.W_final.values - p.W_final).max(axis=(1, 2)),
+                      np.abs(ds.a_final.values - p.a_final).max(axis=1))
     return cross, werr
 
 
@@ -120,7 +123,7 @@ def slope_fit(L: np.ndarray, err: np.ndarray) -> float:
     ok = np.isfinite(err) & (err > 0)
     if ok.sum() < 2:
         return math.nan
-    return float(np.polyfit(np.log(L[ok]), np.log(err[ok]), 1)[0])
+    return loglog_slope(L[ok], err[ok])
 
 
 def bootstrap_mean(values: np.ndarray, draws: int, seed: int) -> tuple[float, float, float]:
@@ -143,10 +146,11 @@ def build(ctx: Context) -> list[Claim]:
     r = float(P["refine"])
     fit = np.array(log10s) <= P["fit_max_log10"]
 
-    problems, rejected = random_problems(P["n"], P["m"], P["problems"], P["seed"])
+    problems, random_procs, rejected = random_problems(P["n"], P["m"], P["problems"], P["seed"])
     hand = hand_problem(ctx.folder / "inputs")
+    hand_procs = limit_processes([hand])
+    procs = random_procs + hand_procs
     names = [f"random seed {pb['seed']}" for pb in problems] + ["hand vector §3.6"]
-    procs: list[SaddleProcess] = []
     cross = {}  # (lr index) -> (problem, R, K) list
     werr = {}
     groups = scale_groups(L)
@@ -154,14 +158,13 @@ def build(ctx: Context) -> list[Claim]:
         parts = []  # per lambda group: list over problems of (cross (G, K), final errors (G,))
         for g in groups:
             runs_all = []
-            for pset, tag in ((problems, f"n={P['n']}"), ([hand], "hand vector")):
+            for pset, pprocs, tag in ((problems, random_procs, f"n={P['n']}"),
+                                      ([hand], hand_procs, "hand vector")):
                 runs_all += simulate_problems(
                     pset, lls[g], lr, P["record_dt"], settle=SETTLE, probes=("loss",),
                     label=f"town-convergence {tag}, lambda {labels[g[0]]}..{labels[g[-1]]}",
-                    show_progress=ctx.show_progress, stop=False)
-            if not procs:
-                procs = [ru.process for ru in runs_all]
-            parts.append([errors(ru, ru.process) for ru in runs_all])
+                    show_progress=ctx.show_progress, stop=False, processes=pprocs)
+            parts.append([errors(ru) for ru in runs_all])
         cross[li] = [np.concatenate([pt[q][0] for pt in parts]) for q in range(len(procs))]
         werr[li] = np.stack([np.concatenate([pt[q][1] for pt in parts]) for q in range(len(procs))])
     Q = len(procs)

@@ -80,26 +80,19 @@ def build(ctx: Context) -> list[Claim]:
     labels = [log10_label(v) for v in log10s]
 
     # --- measurements per run -------------------------------------------------------------
-    cross = np.full((R, p.K), np.nan)
-    grow = np.full((R, p.m), np.nan)
-    counts = []
-    plateau_meas = np.full((R, p.K + 1), np.nan)
-    fit_meas = np.full((R, p.K + 1), -1)
+    t_acc, loss = ds.time_accelerated.values, ds.loss.values  # (R, T)
+    cross = crossing_times(loss, t_acc, p.losses)  # (R, K)
+    grow = growth_times(ds.log_norm.values, t_acc)  # (R, m)
+    fitted = fitted_counts(ds.output.values, y)  # (R, T)
     check_t = np.concatenate([0.5 * (p.jump_starts[:-1] + p.jump_starts[1:]), [1.1 * p.tau[-1]]])
-    for r in range(R):
-        t = ds.time_accelerated.values[r]
-        loss = ds.loss.values[r]
-        cross[r] = crossing_times(loss, t, p.losses)
-        grow[r] = growth_times(ds.log_norm.values[r], t)
-        fc = fitted_counts(ds.output.values[r], y)
-        idx = np.minimum(np.searchsorted(t, check_t), len(t) - 1)
-        plateau_meas[r] = loss[idx]
-        fit_meas[r] = fc[idx]
-        # neurons growing during each drop: intervals split halfway between measured drops
-        c = cross[r]
-        edges = np.concatenate([[0.0], 0.5 * (c[:-1] + c[1:]), [np.inf]])
-        counts.append([int(np.sum((grow[r] > edges[k]) & (grow[r] <= edges[k + 1])))
-                       for k in range(p.K)])
+    idx = np.minimum([np.searchsorted(t, check_t) for t in t_acc], t_acc.shape[1] - 1)
+    plateau_meas = np.take_along_axis(loss, idx, axis=1)  # (R, K+1)
+    fit_meas = np.take_along_axis(fitted, idx, axis=1)
+    # neurons growing during each drop: intervals split halfway between measured drops
+    edges = np.concatenate([np.zeros((R, 1)), 0.5 * (cross[:, :-1] + cross[:, 1:]),
+                            np.full((R, 1), np.inf)], axis=1)  # (R, K+1)
+    g = grow[:, None, :]
+    counts = np.sum((g > edges[:, :-1, None]) & (g <= edges[:, 1:, None]), axis=2).tolist()
     rel_err = np.abs(cross - p.tau[None]) / p.tau[None]
     loss_dev = np.abs(plateau_meas - p.losses[None]) / p.losses[None]
 
@@ -111,11 +104,10 @@ def build(ctx: Context) -> list[Claim]:
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.6))
     ax1, ax2, ax3 = axes
     for r in range(R):
-        t = ds.time_accelerated.values[r]
-        keep = t <= t_end
-        ax1.semilogy(t[keep], ds.loss.values[r, keep], color=colors[r], lw=1.3,
+        keep = t_acc[r] <= t_end
+        ax1.semilogy(t_acc[r, keep], loss[r, keep], color=colors[r], lw=1.3,
                      label=f"GD, lambda = {labels[r]}")
-        ax2.plot(t[keep], fitted_counts(ds.output.values[r, keep], y), color=colors[r], lw=1.3)
+        ax2.plot(t_acc[r, keep], fitted[r, keep], color=colors[r], lw=1.3)
     ax1.semilogy(t_grid, lim.loss, "k--", lw=1.2, label="limit process (Algorithm 1)")
     ax2.plot(t_grid, lim_fit, "k--", lw=1.2)
     for ax in (ax1, ax2):
@@ -134,7 +126,7 @@ def build(ctx: Context) -> list[Claim]:
     epochs = ds.step.values
     e0, e1 = 0.9 * p.tau[0] * L[r] / P["lr"], 1.05 * p.tau[-1] * L[r] / P["lr"]
     keep = (epochs >= e0) & (epochs <= e1)
-    ax3.semilogy(epochs[keep], ds.loss.values[r, keep], color=colors[r], lw=1.5,
+    ax3.semilogy(epochs[keep], loss[r, keep], color=colors[r], lw=1.5,
                  label=f"GD loss, lambda = {labels[r]}")
     ep_lim = t_grid * L[r] / P["lr"]
     sel = (ep_lim >= e0) & (ep_lim <= e1)
@@ -142,7 +134,7 @@ def build(ctx: Context) -> list[Claim]:
     ax3.set_xlabel(f"epoch (lr = {P['lr']:g}, full batch)")
     ax3.set_ylabel("training loss")
     ax3b = ax3.twinx()
-    ax3b.plot(epochs[keep], fitted_counts(ds.output.values[r, keep], y), color="C3", lw=1.0,
+    ax3b.plot(epochs[keep], fitted[r, keep], color="C3", lw=1.0,
               label="fitted points")
     ax3b.set_ylabel("fitted points", color="C3")
     ax3.grid(alpha=0.3)
@@ -164,15 +156,12 @@ def build(ctx: Context) -> list[Claim]:
 
     # --- data -----------------------------------------------------------------------------
     grid = np.linspace(0.0, t_end, 3000)
-    per_run = []
-    for r in range(R):
-        t = ds.time_accelerated.values[r]
-        per_run.append(xr.Dataset({
-            "loss": ("t", np.exp(np.interp(grid, t, np.log(ds.loss.values[r])))),
-            "fitted": ("t", np.interp(grid, t, fitted_counts(ds.output.values[r], y))),
-            "log_norm": (("t", "neuron"), np.stack([np.interp(grid, t, ds.log_norm.values[r, :, j])
-                                                    for j in range(p.m)], axis=1)),
-        }))
+    per_run = [xr.Dataset({
+        "loss": ("t", np.exp(np.interp(grid, t, np.log(loss[r])))),
+        "fitted": ("t", np.interp(grid, t, fitted[r])),
+        "log_norm": (("t", "neuron"), np.stack([np.interp(grid, t, col)
+                                                for col in ds.log_norm.values[r].T], axis=1)),
+    }) for r, t in enumerate(t_acc)]
     saved = xr.concat(per_run, dim="run").assign_coords(
         t=grid, run=np.arange(R), log_lambda=("run", lls), neuron=np.arange(p.m))
     saved["y"] = ("sample", y)
@@ -180,13 +169,18 @@ def build(ctx: Context) -> list[Claim]:
     saved["W_init"] = (("run", "neuron", "dim"), ds.W_init.values)
     saved["jump_time_measured"] = (("run", "jump"), cross)
     saved["growth_time"] = (("run", "neuron"), grow)
-    saved["final_loss"] = ("run", ds.loss.values[:, -1])
+    saved["final_loss"] = ("run", loss[:, -1])
     saved.attrs.update(lr=P["lr"], loss="mse (1/n) sum r^2",
                        description="GD runs interpolated on an accelerated-time grid t")
     ctx.data("simulation", saved)
     ctx.data("limit_process", p.to_dataset(saddle_weights=False))
 
     # --- claims ---------------------------------------------------------------------------
+    def per_lambda(what: str, values: np.ndarray) -> dict[str, list[float]]:
+        """Variants: the rounded row of ``values`` at each lambda."""
+        return {f"lambda {labels[r]}: {what}": [round(float(v), 5) for v in values[r]]
+                for r in range(R)}
+
     small = R - 1
     measured_seq = [int(j) for j in np.argsort(grow[small]) if np.isfinite(grow[small, j])]
     seq_ok = measured_seq == [int(j) for j in p.sequence]
@@ -219,8 +213,7 @@ def build(ctx: Context) -> list[Claim]:
         f"{TIME_RTOL} at the smallest lambda and smaller than at the largest. c_L = 2/n = "
         f"{p.c_L:.4g} (MSE). The remaining error is O(1/log(1/lambda)) from the flow plus the "
         f"Euler bias of GD (about lr/2 in accelerated time, independent of lambda).",
-        {f"lambda {labels[r]}: relative errors": [round(float(v), 5) for v in rel_err[r]]
-         for r in range(R)}))
+        per_lambda("relative errors", rel_err)))
     worst_loss = float(np.nanmax(loss_dev[small]))
     over = np.flatnonzero(loss_dev[small] > LOSS_RTOL)
     shrinking = R > 1 and bool(np.all(loss_dev[small, over] < loss_dev[small - 1, over]))
@@ -238,8 +231,7 @@ def build(ctx: Context) -> list[Claim]:
         f"reproduced. Plateaus over the tolerance: {[int(k) for k in over]} (saddle index k). A "
         f"short plateau (τ_(k+1) - τ_k small) is the slowest: at its midpoint the next neuron "
         f"already has norm lambda^(-e_j) with e_j close to 0 and fits part of its points.",
-        {f"lambda {labels[r]}: relative deviations": [round(float(v), 5) for v in loss_dev[r]]
-         for r in range(R)}))
+        per_lambda("relative deviations", loss_dev)))
     lim_counts = limit_fitted_counts(p)
     claims.append(Claim(
         "fitted_points", "The number of fitted points (output >= 50% of the label) on each plateau "
@@ -256,7 +248,7 @@ def build(ctx: Context) -> list[Claim]:
              "neurons per drop | final loss |", "|---|---|---|---|---|---|"]
     for r in range(R):
         table.append(f"| {labels[r]} | {L[r]:.1f} | {np.array2string(cross[r], precision=4)} | "
-                     f"{np.nanmax(rel_err[r]):.3g} | {counts[r]} | {ds.loss.values[r, -1]:.5g} |")
+                     f"{np.nanmax(rel_err[r]):.3g} | {counts[r]} | {loss[r, -1]:.5g} |")
     ctx.section("Protocol", (
         f"Problem: n = d = {p.n}, X = I, labels |N(0,1)|, m = {p.m}, balanced initialisation "
         f"(seed {P['seed']}, the first seed, not selected). GD with lr = {P['lr']:g} (flow time "

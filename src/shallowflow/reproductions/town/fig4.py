@@ -20,8 +20,8 @@ import xarray as xr
 
 from shallowflow.reproductions.base import Context, Reproduction, register
 from shallowflow.reproductions.claims import Claim
-from shallowflow.reproductions.town.setup import log10_label, simulate_scales, tblel_experiment
-from shallowflow.theory.saddle_process import SaddleProcess, from_experiment
+from shallowflow.reproductions.town.setup import limit_processes, log10_label, simulate_scales
+from shallowflow.theory.saddle_process import SaddleProcess
 
 PRESETS = {
     "quick": {"n": 64, "m": 6, "seed": 0, "log10_lambda": -100.0, "lr": 0.01, "record_dt": 2.0,
@@ -60,11 +60,11 @@ def build(ctx: Context) -> list[Claim]:
     problem = {"n": P["n"], "m": P["m"], "seed": P["seed"], "labels": "abs_normal",
                "loss": "mse", "balance": P["balance"]}
     # the limit process depends on the problem only: it gives the snapshot times
-    p = from_experiment(tblel_experiment(**problem, log_lambda=ll, lr=P["lr"], duration=1.0))
+    p = limit_processes([problem])[0]
     snaps = snapshot_times(p)
     runs = simulate_scales(problem, [ll], P["lr"], P["record_dt"],
                            extra_times=list(snaps.values()), probes=("loss", "log_norm", "W"),
-                           label="town-fig4", show_progress=ctx.show_progress)
+                           label="town-fig4", show_progress=ctx.show_progress, process=p)
     ds = runs.ds
     L = float(runs.L[0])
     t = ds.time_accelerated.values[0]
@@ -78,9 +78,10 @@ def build(ctx: Context) -> list[Claim]:
         nrm = np.linalg.norm(w, axis=1, keepdims=True)
         return np.divide(w, nrm, out=np.zeros_like(w), where=nrm > 0)
 
+    units = {name: directions(i) for name, i in idx.items()}  # w_j / ||w_j|| at each snapshot
     D0, D1 = predicted_directions(p, 0), predicted_directions(p, 1)
-    cos0 = {name: np.sum(directions(i) * D0, axis=1) for name, i in idx.items()}
-    cos1 = {name: np.sum(directions(i) * D1, axis=1) for name, i in idx.items()}
+    cos0 = {name: np.sum(u * D0, axis=1) for name, u in units.items()}
+    cos1 = {name: np.sum(u * D1, axis=1) for name, u in units.items()}
 
     # --- figure: polar plots -------------------------------------------------------------
     rng = np.random.default_rng(P["plane_seed"])
@@ -95,7 +96,7 @@ def build(ctx: Context) -> list[Claim]:
         i = idx[name]
         k = int(np.searchsorted(p.tau, t[i], side="right"))
         Dk = predicted_directions(p, k)
-        u = directions(i)
+        u = units[name]
         for j in range(p.m):
             radius = 1.0 + logn[i, j] / L  # 0 at initialisation, 1 once ||w_j|| = O(1)
             proj = plane @ u[j]
@@ -156,7 +157,7 @@ def build(ctx: Context) -> list[Claim]:
         f"both times. The other unfitted neurons' cosines with their own D_j^(0):",
         {nm: [round(float(c), 4) for c in cos0[nm]] for nm in ("0.5 τ_1", "0.98 τ_1")})]
     after = idx["1.02 τ_1"]
-    final_norm = float(np.exp(ds.log_norm.values[0, -1, j1]))
+    final_norm = float(np.exp(logn[-1, j1]))
     grown = float(np.exp(logn[after, j1]))
     rest = float(np.exp(logn[after, others].max()))
     claims.append(Claim(

@@ -29,7 +29,7 @@ import xarray as xr
 from scipy import stats
 
 from shallowflow.config import Experiment, experiment_from_mapping
-from shallowflow.experiment import RunRef, prepare_batch, run_batch, static_signature
+from shallowflow.experiment import RunRef, dataset_of, prepare_batch, run_batch, static_signature
 from shallowflow.fits import bootstrap_slope, loglog_slope
 from shallowflow.progress import step_progress
 from shallowflow.reproductions.base import Context, Reproduction, register
@@ -154,8 +154,7 @@ def simulate_n(n: int, P: Mapping, show_progress: bool) -> xr.Dataset:
     exps = [fig5_experiment(n, m, lam, P) for lam in lams]
     refs = [RunRef(e, r) for e in exps for r in range(P["runs"])]
     parts = train_refs(refs, f"fig5 n={n} m={m}", show_progress)
-    batch0 = prepare_batch([refs[0]])
-    X, y = np.asarray(batch0.X, float), np.asarray(batch0.y, float)
+    X, y = dataset_of(refs[0])  # one label draw per n, shared by all runs
     R = P["runs"]
     summ = [run_summary(ds, y, P["stop_loss"]) for ds in parts]
     shape = (len(lams), R)

@@ -30,7 +30,7 @@ import numpy as np
 import xarray as xr
 
 from shallowflow.config import Experiment, experiment_from_mapping
-from shallowflow.experiment import RunRef, prepare_batch
+from shallowflow.experiment import RunRef, dataset_of
 from shallowflow.reproductions.base import Context, Reproduction, register
 from shallowflow.reproductions.claims import Claim
 from shallowflow.reproductions.town.fig5 import (
@@ -42,7 +42,7 @@ from shallowflow.reproductions.town.fig5 import (
     tex_lam,
     train_refs,
 )
-from shallowflow.theory.interpolator_norms import learned_norm_sq, min_norm_sq
+from shallowflow.theory.interpolator_norms import learned_norm_sq, min_norm_sq, norm_ratio
 from shallowflow.theory.saddle_process import limit_process, loss_constant
 
 PRESETS = {
@@ -88,14 +88,11 @@ def simulate_width(m: int, P: Mapping, show_progress: bool) -> tuple[xr.Dataset,
                                              "diverged", "final_loss", "epochs", "a_final",
                                              "W_final", "a_init", "W_init")}
     limits = []
-    y = X = None
+    X, y = dataset_of(RunRef(fig6_experiment(SCHEMES[0], m, P), 0))  # one draw for all runs
     for scheme in SCHEMES:
         exp = fig6_experiment(scheme, m, P)
         refs = [RunRef(exp, r) for r in range(R)]
         parts = train_refs(refs, f"fig6 {scheme} m={m}", show_progress)
-        if y is None:
-            b = prepare_batch(refs[:1])
-            X, y = np.asarray(b.X, float), np.asarray(b.y, float)
         for ds in parts:
             s = run_summary(ds, y, P["stop_loss"])
             cols["sq_norm"].append(s["sq_norm"])
@@ -137,14 +134,13 @@ def theory_ratios(y: np.ndarray, widths: list[int], draws: int, seed: int) -> xr
     n = y.shape[0]
     rng = np.random.default_rng(seed)
     c_L = loss_constant("mse", n)
-    ref = min_norm_sq(y)
     out = np.full((len(widths), draws), np.nan)
     for i, m in enumerate(widths):
         for k in range(draws):
             p = limit_process(None, y, rng.choice([-1.0, 1.0], m), rng.standard_normal((m, n)),
                               c_L)
             if len(p.unfitted) == 0:
-                out[i, k] = learned_norm_sq(p) / ref
+                out[i, k] = norm_ratio(p)
     return xr.Dataset({"ratio": (("width", "draw"), out)}, coords={"width": widths},
                       attrs={"seed": seed})
 

@@ -102,10 +102,8 @@ class ScaleRuns:
 
     ds: xr.Dataset  # the simulation (dims run, time, ...)
     process: SaddleProcess
-    X: np.ndarray
     y: np.ndarray
     log_lambdas: np.ndarray  # natural logs, (R,)
-    lr: float
 
     @property
     def L(self) -> np.ndarray:
@@ -125,7 +123,7 @@ def simulate_scales(problem: dict[str, Any], log_lambdas: Sequence[float], lr: f
                     record_dt: float, duration: float | None = None,
                     extra_times: Sequence[float] = (), settle_rtol: float = 1e-12,
                     probes: Sequence[str] = ("loss", "log_norm"), label: str = "",
-                    show_progress: bool = True) -> ScaleRuns:
+                    show_progress: bool = True, process: SaddleProcess | None = None) -> ScaleRuns:
     """Train ``problem`` (keyword arguments of :func:`tblel_experiment` without log_lambda, lr,
     duration, stop_loss) at every natural-log scale of ``log_lambdas`` in one batch.
 
@@ -133,25 +131,27 @@ def simulate_scales(problem: dict[str, Any], log_lambdas: Sequence[float], lr: f
     of every run (rounded to steps). Each run stops once its loss is below the limit's final
     loss + ``settle_rtol`` x its initial plateau (the limit's loss floor is exact for GD too: an
     uncovered point is never fitted); ``duration`` defaults to :func:`flow_duration`.
+    ``process``: the problem's limit process when already computed (:func:`limit_processes`).
     """
     return simulate_problems([problem], log_lambdas, lr, record_dt, duration, extra_times,
-                             settle_rtol, probes, label, show_progress)[0]
+                             settle_rtol, probes, label, show_progress,
+                             processes=None if process is None else [process])[0]
 
 
 def simulate_problems(problems: Sequence[dict[str, Any]], log_lambdas: Sequence[float], lr: float,
                       record_dt: float, duration: float | None = None,
                       extra_times: Sequence[float] = (), settle_rtol: float = 1e-12,
                       probes: Sequence[str] = ("loss", "log_norm"), label: str = "",
-                      show_progress: bool = True, settle: float = 200.0,
-                      stop: bool = True) -> list[ScaleRuns]:
+                      show_progress: bool = True, settle: float = 200.0, stop: bool = True,
+                      processes: Sequence[SaddleProcess] | None = None) -> list[ScaleRuns]:
     """:func:`simulate_scales` for several problems of the same shapes (e.g. different seeds) in
     one batch of len(problems) x len(log_lambdas) runs; one :class:`ScaleRuns` per problem. The
     default duration is the longest :func:`flow_duration` (with ``settle``) over the problems.
     ``stop=False``: no early stop, every run trains for the whole duration (for runs of similar
     lengths this avoids the engine's re-batching of stopped runs, which compiles anew for every
-    new batch size)."""
+    new batch size). ``processes``: the problems' limit processes when already computed."""
     lls = np.asarray(log_lambdas, dtype=np.float64)
-    procs = limit_processes(problems)
+    procs = limit_processes(problems) if processes is None else list(processes)
     if duration is None:
         duration = max(flow_duration(p, float(-lls.min()), settle=settle) for p in procs)
     exps = [tblel_experiment(**pb, log_lambda=float(ll), lr=lr, duration=duration, probes=probes,
@@ -169,49 +169,46 @@ def simulate_problems(problems: Sequence[dict[str, Any]], log_lambdas: Sequence[
     name = label or exps[0].name
     with step_progress(f"{name}: {len(exps)} runs, lr {lr:g}", show_progress) as update:
         ds = run_batch(batch, update)
-    X, y = np.asarray(batch.X), np.asarray(batch.y)
+    y = np.asarray(batch.y)
     out, nl = [], len(lls)
     for q, p in enumerate(procs):
         sel = np.arange(q * nl, (q + 1) * nl)
         part = ds.isel(run=sel).assign_coords(run=np.arange(nl))
-        Xq, yq = (X, y) if X.ndim == 2 else (X[sel[0]], y[sel[0]])
-        out.append(ScaleRuns(part, p, Xq, yq, lls, lr))
+        out.append(ScaleRuns(part, p, y if y.ndim == 1 else y[sel[0]], lls))
     return out
 
 
 # ------------------------------------------------------------------------------- measurements
 def crossing_times(loss: np.ndarray, t: np.ndarray, plateaus: np.ndarray) -> np.ndarray:
     """For consecutive limit plateaus (L_{k-1}, L_k), the time at which ``loss`` first falls below
-    their midpoint, interpolated linearly between records; NaN if it never does."""
-    out = np.full(max(len(plateaus) - 1, 0), np.nan)
-    for k in range(len(out)):
-        mid = 0.5 * (plateaus[k] + plateaus[k + 1])
-        below = np.flatnonzero(loss < mid)
-        if below.size == 0:
-            continue
-        i = int(below[0])
-        if i == 0:
-            out[k] = t[0]
-            continue
-        frac = (loss[i - 1] - mid) / (loss[i - 1] - loss[i])
-        out[k] = t[i - 1] + frac * (t[i] - t[i - 1])
-    return out
+    their midpoint, interpolated linearly between records; NaN if it never does. loss, t
+    (..., T) (e.g. one row per run); returns (..., K)."""
+    loss, t = np.asarray(loss), np.asarray(t)
+    mid = 0.5 * (plateaus[:-1] + plateaus[1:])  # (K,)
+    below = loss[..., None, :] < mid[:, None]  # (..., K, T)
+    i = np.argmax(below, axis=-1)  # first record below the midpoint (0 if none)
+    prev = np.maximum(i - 1, 0)
+
+    def at(v: np.ndarray, idx: np.ndarray) -> np.ndarray:  # v (..., T) at idx (..., K)
+        return np.take_along_axis(v, idx, axis=-1)
+
+    l0, l1, t0, t1 = at(loss, prev), at(loss, i), at(t, prev), at(t, i)
+    with np.errstate(divide="ignore", invalid="ignore"):  # i = 0: no interpolation
+        frac = (l0 - mid) / (l0 - l1)
+    out = np.where(i == 0, t0, t0 + frac * (t1 - t0))
+    return np.where(below.any(axis=-1), out, np.nan)
 
 
 def growth_times(log_norm: np.ndarray, t: np.ndarray, fraction: float = 0.5,
                  level: float = GROWN_NORM) -> np.ndarray:
-    """(m,) first time each neuron's norm reaches ``fraction`` of its final (last recorded) norm,
-    for the neurons whose final norm is at least ``level`` (O(1)); NaN for the others. A fixed
-    threshold would not do: at finite lambda a neuron waiting for a close next jump already has
-    norm lambda^{-e_j}, e.g. 0.15 for e_j = -0.008 at lambda = 1e-100. log_norm (T, m)."""
-    final = log_norm[-1]
-    out = np.full(log_norm.shape[1], np.nan)
-    for j in range(log_norm.shape[1]):
-        if final[j] < math.log(level):
-            continue
-        idx = np.flatnonzero(log_norm[:, j] >= final[j] + math.log(fraction))
-        out[j] = t[idx[0]]
-    return out
+    """(..., m) first time each neuron's norm reaches ``fraction`` of its final (last recorded)
+    norm, for the neurons whose final norm is at least ``level`` (O(1)); NaN for the others. A
+    fixed threshold would not do: at finite lambda a neuron waiting for a close next jump already
+    has norm lambda^{-e_j}, e.g. 0.15 for e_j = -0.008 at lambda = 1e-100. log_norm (..., T, m),
+    t (..., T)."""
+    final = log_norm[..., -1, :]
+    first = np.argmax(log_norm >= (final + math.log(fraction))[..., None, :], axis=-2)
+    return np.where(final < math.log(level), np.nan, np.take_along_axis(t, first, axis=-1))
 
 
 def linear_slopes(process: SaddleProcess, t_acc: np.ndarray, exponent: np.ndarray,
@@ -229,10 +226,9 @@ def linear_slopes(process: SaddleProcess, t_acc: np.ndarray, exponent: np.ndarra
         sel = (t_acc >= mid - half) & (t_acc <= mid + half)
         if sel.sum() < 5:
             continue
-        for j in range(process.m):
-            if process.fitted_neurons(k)[j]:
-                continue
-            x, yv = t_acc[sel], exponent[sel, j]
+        x = t_acc[sel]
+        for j in np.flatnonzero(~process.fitted_neurons(k)):
+            yv = exponent[sel, j]
             coef = np.polyfit(x, yv, 1)
             resid = yv - np.polyval(coef, x)
             ss = np.sum((yv - yv.mean()) ** 2)
