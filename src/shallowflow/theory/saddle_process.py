@@ -429,13 +429,22 @@ def from_experiment(exp: Any, run: int = 0, **kwargs: Any) -> SaddleProcess:
     its data and its unit-scale initial network (no training; works at any lambda)."""
     from shallowflow.experiment import RunRef, prepare_batch
 
+    return from_batch(prepare_batch([RunRef(exp, int(run))]), 0, **kwargs)
+
+
+def from_batch(batch: Any, run: int = 0, **kwargs: Any) -> SaddleProcess:
+    """Algorithm 1 for run ``run`` of a prepared batch
+    (:func:`shallowflow.experiment.prepare_batch`): its data and unit-scale initial network, so
+    many problems of one shape are set up together."""
+    exp = batch.refs[run].experiment
     if exp.kappa != 1.0:
         raise ValueError(f"exp: Algorithm 1 is for output scale kappa = 1, got {exp.kappa}")
-    batch = prepare_batch([RunRef(exp, int(run))])
-    a0 = np.asarray(batch.net0.a[0], dtype=np.float64)
-    W0 = np.asarray(batch.net0.W[0], dtype=np.float64)
-    return _from_network(a0, W0, np.asarray(batch.X, np.float64), np.asarray(batch.y, np.float64),
-                         exp.train.loss, exp.train.reduction, exp.time_scale, kwargs)
+    X, y = np.asarray(batch.X, np.float64), np.asarray(batch.y, np.float64)
+    if X.ndim == 3:
+        X, y = X[run], y[run]
+    a0 = np.asarray(batch.net0.a[run], dtype=np.float64)
+    W0 = np.asarray(batch.net0.W[run], dtype=np.float64)
+    return _from_network(a0, W0, X, y, exp.train.loss, exp.train.reduction, exp.time_scale, kwargs)
 
 
 def _from_network(a0: np.ndarray, W0: np.ndarray, X: object | None, y: object, loss: str,

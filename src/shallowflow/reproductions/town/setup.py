@@ -40,12 +40,7 @@ import xarray as xr
 from shallowflow.config import Experiment, experiment_from_mapping
 from shallowflow.experiment import RunRef, prepare_batch, run_batch
 from shallowflow.progress import step_progress
-from shallowflow.theory.saddle_process import (
-    SaddleProcess,
-    limit_process,
-    loss_constant,
-    loss_normaliser,
-)
+from shallowflow.theory.saddle_process import SaddleProcess, from_batch
 
 PAPER_LR = 0.01
 GROWN_NORM = 0.1  # ||w_j|| above which a neuron counts as O(1) ("grown")
@@ -79,21 +74,11 @@ def tblel_experiment(*, n: int, m: int, log_lambda: float, lr: float, duration: 
 
 
 def limit_processes(problems: Sequence[dict[str, Any]]) -> list[SaddleProcess]:
-    """Algorithm 1 for each problem (same shapes), from its data and unit-scale initial network
-    (as :func:`~shallowflow.theory.saddle_process.from_experiment`, but all problems prepared in
-    one batch: the set-up code compiles once)."""
+    """Algorithm 1 for each problem (same shapes), from its data and unit-scale initial network,
+    all problems prepared in one batch (:func:`~shallowflow.theory.saddle_process.from_batch`)."""
     exps = [tblel_experiment(**pb, log_lambda=-10.0, lr=PAPER_LR, duration=1.0) for pb in problems]
     batch = prepare_batch([RunRef(e, 0) for e in exps])
-    X, y = np.asarray(batch.X, np.float64), np.asarray(batch.y, np.float64)
-    a0, W0 = np.asarray(batch.net0.a, np.float64), np.asarray(batch.net0.W, np.float64)
-    out = []
-    for q, exp in enumerate(exps):
-        Xq, yq = (X, y) if X.ndim == 2 else (X[q], y[q])
-        n, tr = yq.shape[0], exp.train
-        out.append(limit_process(Xq, yq, np.sign(a0[q]), W0[q],
-                                 loss_constant(tr.loss, n, exp.time_scale, tr.reduction),
-                                 loss_normaliser=loss_normaliser(tr.loss, n, tr.reduction)))
-    return out
+    return [from_batch(batch, q) for q in range(len(exps))]
 
 
 @dataclass
