@@ -10,7 +10,8 @@ from shallowflow.reproductions.claims import VERDICTS
 def check_reproduction_folder(folder, ids=None):
     """Checks every reproduction folder must pass: claims.json is a non-empty list of claims
     with all fields and a known verdict (exactly the claim ids ``ids`` when given), and every PNG
-    that report.md links exists and is not trivially small. Returns (claims by id, report text)."""
+    that report.md links exists and is not trivially small; params.json and provenance.json are
+    there. Returns (claims by id, report text)."""
     fields = {"id", "statement", "paper_value", "measured", "verdict", "interval", "notes", "variants"}
     claims = json.loads((folder / "claims.json").read_text())
     assert isinstance(claims, list) and claims
@@ -24,4 +25,6 @@ def check_reproduction_folder(folder, ids=None):
     assert pngs
     for png in pngs:
         assert (folder / png).is_file() and (folder / png).stat().st_size > 10_000
+    for name in ("params.json", "provenance.json"):
+        assert (folder / name).is_file()
     return {c["id"]: c for c in claims}, report

@@ -4,35 +4,14 @@ Experiment-2 measures recomputed from the saved loss record)."""
 
 from __future__ import annotations
 
-import json
 import math
-import re
 
 import numpy as np
 import pytest
 import xarray as xr
 
+from conftest import check_reproduction_folder
 from shallowflow.reproductions import run_reproduction
-from shallowflow.reproductions.claims import VERDICTS
-
-FIELDS = {"id", "statement", "paper_value", "measured", "verdict", "interval", "notes",
-          "variants"}
-
-
-def _check_folder(folder, ids):
-    claims = json.loads((folder / "claims.json").read_text())
-    assert {c["id"] for c in claims} == set(ids)
-    for c in claims:
-        assert set(c) == FIELDS
-        assert c["verdict"] in VERDICTS
-    report = (folder / "report.md").read_text()
-    pngs = re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", report)
-    assert pngs
-    for png in pngs:
-        assert (folder / png).stat().st_size > 10_000
-    for name in ("params.json", "provenance.json"):
-        assert (folder / name).is_file()
-    return {c["id"]: c for c in claims}
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +32,7 @@ def fig6(tmp_path_factory):
 
 
 def test_fig2_structure_and_limit_levels(fig2):
-    claims = _check_folder(fig2, ["closed_form_vs_gd", "limit_step_function",
+    claims, _ = check_reproduction_folder(fig2, ["closed_form_vs_gd", "limit_step_function",
                                   "transition_window"])
     assert claims["closed_form_vs_gd"]["verdict"] == "reproduced"
     cf = xr.load_dataset(fig2 / "closed_form.nc")
@@ -98,7 +77,7 @@ def test_fig2_simulation_initial_loss_and_first_order(fig2):
 
 
 def test_fig6_structure_and_measures_from_loss_record(fig6):
-    claims = _check_folder(fig6, ["slope_mu_t_inf", "slope_mu_avg", "slope_mu_low",
+    claims, _ = check_reproduction_folder(fig6, ["slope_mu_t_inf", "slope_mu_avg", "slope_mu_low",
                                   "slope_mu_upp", "theorem1_rate", "lemma7_bracket"])
     g = xr.load_dataset(fig6 / "runs_gaussian.nc")
     assert set(g.n.values) == {16, 32}

@@ -3,25 +3,13 @@ convergence flags (read back from the saved runs and checked with numpy here).""
 
 from __future__ import annotations
 
-import json
-import re
-
 import numpy as np
 import pytest
 import xarray as xr
 
+from conftest import check_reproduction_folder
 from shallowflow.reproductions import catalogue, run_reproduction
 from shallowflow.reproductions.base import resolve_params
-
-
-def check_folder(folder):
-    claims = json.loads((folder / "claims.json").read_text())
-    assert claims and all({"id", "statement", "paper_value", "measured", "verdict", "interval",
-                           "notes"} <= set(c) for c in claims)
-    report = (folder / "report.md").read_text()
-    figures = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", report)
-    assert figures and all((folder / f).is_file() for f in figures)
-    return claims
 
 
 def crossing_bracket(n: np.ndarray, prob: np.ndarray, step: float) -> tuple[float, float]:
@@ -36,7 +24,7 @@ def test_dana_fig3_tiny(tmp_path):
         "dana-fig3", tmp_path / "f3", "quick",
         ["d=6", "n_min=15", "n_max=45", "n_step=10", "runs=6", "variant_runs=0"],
         show_progress=False)
-    check_folder(folder)
+    check_reproduction_folder(folder)
     runs = xr.open_dataset(folder / "runs_gaussian_0.nc")
     n = runs.n.values
     # the recorded flags follow the rules: final loss below 1/(2n) for the code's rule
@@ -58,7 +46,7 @@ def test_threshold_scan_tiny(tmp_path, name, overrides, axis):
     """dana-fig5 runs the same code (threshold.threshold_scan) along p."""
     folder, _ = run_reproduction(name, tmp_path / name, "quick", overrides,
                                  show_progress=False)
-    check_folder(folder)
+    check_reproduction_folder(folder)
     table = xr.open_dataset(folder / "thresholds.nc")
     for value, N in zip(table[axis].values, table.threshold.values, strict=True):
         grid = xr.open_dataset(folder / f"grid_{axis}{int(value)}.nc")
