@@ -139,12 +139,12 @@ def _gradient(cfg: EngineConfig, st: EngineState, inputs: Inputs, y: Array, **kw
 
 
 def _select(move: Array, new, old):
-    """Per-run choice between two parameter pytrees (leaves (R, p) or (d, R, p))."""
+    """Per-run choice between two parameter pytrees (leaves (R, p) or (d, R, p)). Written with
+    explicit broadcast shapes: a reshape of ``move`` made the tiny run ~10 % slower."""
 
     def pick(n: Array, o: Array) -> Array:
-        shape = [1] * n.ndim
-        shape[_run_axis(n)] = -1
-        return jnp.where(move.reshape(shape), n, o)
+        m = move[:, None] if n.ndim == 2 else move[None, :, None]
+        return jnp.where(m, n, o)
 
     return jax.tree_util.tree_map(pick, new, old)
 
