@@ -165,7 +165,7 @@ def test_run_alone_equals_run_in_batch(per_run_data):
     else:
         X, y = rng.normal(size=(NB, DB)), rng.normal(size=NB)
         X5, y5 = X, y
-    probes = ALL_PROBES if not per_run_data else ("loss", "a", "W")
+    probes = ALL_PROBES
     cfg = EngineConfig(kappa=1 / PB, time_scale=PB, lr=0.1, probes=probes)
     sched = record_schedule(60, every=3)
     res = simulate(cfg, nets, X, y, sched)

@@ -264,3 +264,63 @@ def test_zero_preactivation_pair_contributes_nothing(leak, reduction):
     _, gW_half = np_grad(a, W, X, y, 1.0, leak, "square", reduction, at_zero=0.5)
     np.testing.assert_allclose(np.asarray(g_full.W), gW_ref, rtol=1e-12, atol=1e-15)
     assert np.linalg.norm(gW_half[0] - gW_ref[0]) > 1e-2
+
+
+# --------------------------------------------------------------------------------------------
+# The batched gradient in each data layout (shared data, a dataset per run) with sample weights
+# and a persistent activity mask, against a loop-based numpy reference per run; the sample-space
+# arrays it returns (Z, activity, output) must come back in the canonical (n, R, ...) order.
+# --------------------------------------------------------------------------------------------
+
+
+def np_masked_run(a, W, X, y, w, m, kappa, name, reduction):
+    """One run with sample weights w (n,) and activity mask m (n, p): ReLU pairs outside m are
+    inactive. Returns (L, dL/da, dL/dW, Z, active, output)."""
+    n, p = X.shape[0], W.shape[0]
+    Z = np.array([[np.dot(W[j], X[i]) for j in range(p)] for i in range(n)])
+    active = (Z > 0) & m
+    out = np.array([kappa * sum(a[j] * Z[i, j] for j in range(p) if active[i, j]) for i in range(n)])
+    c = 1.0 / w.sum() if reduction == "mean" else 1.0
+    L = c * np.sum(w * np_ell(name, out, y))
+    g = c * w * np_dell(name, out, y)
+    ga, gW = np.zeros(p), np.zeros_like(W)
+    for i in range(n):
+        for j in range(p):
+            if active[i, j]:
+                ga[j] += kappa * g[i] * Z[i, j]
+                gW[j] += kappa * a[j] * g[i] * X[i]
+    return L, ga, gW, Z, active, out
+
+
+@pytest.mark.parametrize("layout", ["shared", "per_run"])
+@pytest.mark.parametrize("runs", [1, 3])
+def test_batched_layouts_match_numpy_with_weights_and_mask(layout, runs):
+    from shallowflow.activations import RELU
+    from shallowflow.inputs import PerRunInputs, SharedInputs
+    from shallowflow.network import batch_loss_and_gradient
+
+    rng = np.random.default_rng(11 + runs)
+    Xs = rng.normal(size=(runs, N, D)) if layout == "per_run" else np.repeat(
+        rng.normal(size=(1, N, D)), runs, axis=0)
+    ys = rng.normal(size=(runs, N)) if layout == "per_run" else np.repeat(
+        rng.normal(size=(1, N)), runs, axis=0)
+    a, W = rng.normal(size=(runs, P)), rng.normal(size=(runs, P, D))
+    w = rng.uniform(0.5, 2.0, size=(N, runs))
+    m = rng.random((N, runs, P)) < 0.8
+    kappa, loss = 1.0 / P, Loss("square", "mean")
+    if layout == "per_run":
+        inputs, y = PerRunInputs(jnp.asarray(Xs)), jnp.asarray(ys)
+    else:
+        inputs, y = SharedInputs.of(jnp.asarray(Xs[0])), jnp.asarray(ys[0])
+    bg = batch_loss_and_gradient(jnp.asarray(a), jnp.asarray(np.transpose(W, (2, 0, 1))), inputs,
+                                 y, kappa, RELU, loss, jnp.asarray(w), jnp.asarray(m))
+    assert bg.Z.shape == bg.active.shape == (N, runs, P) and bg.output.shape == (N, runs)
+    for r in range(runs):
+        L, ga, gW, Z, active, out = np_masked_run(a[r], W[r], Xs[r], ys[r], w[:, r], m[:, r],
+                                                  kappa, "square", "mean")
+        np.testing.assert_allclose(float(bg.loss[r]), L, rtol=1e-12)
+        np.testing.assert_allclose(np.asarray(bg.grad_a[r]), ga, rtol=1e-10, atol=1e-13)
+        np.testing.assert_allclose(np.asarray(bg.grad_Wt[:, r, :]).T, gW, rtol=1e-10, atol=1e-13)
+        np.testing.assert_allclose(np.asarray(bg.Z[:, r, :]), Z, rtol=1e-12, atol=1e-14)
+        np.testing.assert_array_equal(np.asarray(bg.active[:, r, :]), active)
+        np.testing.assert_allclose(np.asarray(bg.output[:, r]), out, rtol=1e-12, atol=1e-14)

@@ -71,28 +71,33 @@ def batch_loss_and_gradient(
     """L, dL/da, dL/dWt of R networks: a (R, p), Wt (d, R, p), labels in ``inputs.labels`` layout.
 
     ``weights``: sample weights, a scalar or (n, 1)/(n, R) (minibatch estimators). ``mask``
-    (n, R, p): persistent activity mask; a pair outside it is inactive (ReLU only).
+    (n, R, p): persistent activity mask; a pair outside it is inactive (ReLU only). Sample-space
+    arrays are computed in the inputs' native order (``inputs.sample_axis``) and returned in the
+    canonical one; conversions nobody uses are removed by the compiler.
     """
+    sa = inputs.sample_axis  # position of the sample axis; the run axis is the other one
     Z = inputs.pre(Wt)
-    active = Z > 0 if mask is None else (Z > 0) & mask
+    active = Z > 0 if mask is None else (Z > 0) & inputs.native(mask)
     if activation.leak == 0.0:
         S = jnp.where(active, Z, jnp.zeros_like(Z))
         D = active.astype(Z.dtype)
     else:
         S, D = activation(Z), activation.derivative(Z)
     if a.shape[0] == 1:  # a single run: a mat-vec (a faster loop on XLA:CPU than the reduction)
-        out = kappa * (S[:, 0, :] @ a[0])[:, None]
+        out = kappa * jnp.expand_dims(jnp.squeeze(S, 1 - sa) @ a[0], 1 - sa)
     else:
-        out = kappa * jnp.sum(S * a[None], axis=-1)
+        out = kappa * jnp.sum(S * jnp.expand_dims(a, sa), axis=-1)
     yl = inputs.labels(y)
-    w = jnp.broadcast_to(jnp.asarray(weights, Z.dtype), out.shape)
-    c = 1.0 / jnp.sum(w, axis=0) if loss.reduction == "mean" else jnp.ones(out.shape[1], Z.dtype)
-    value = c * jnp.sum(w * loss.pointwise(out, yl), axis=0)
-    g = c * w * loss.pointwise_derivative(out, yl)
+    weights = jnp.asarray(weights, Z.dtype)
+    w = jnp.broadcast_to(inputs.native(weights) if weights.ndim == 2 else weights, out.shape)
+    c = 1.0 / jnp.sum(w, axis=sa) if loss.reduction == "mean" else jnp.ones(out.shape[1 - sa], Z.dtype)
+    value = c * jnp.sum(w * loss.pointwise(out, yl), axis=sa)
+    g = jnp.expand_dims(c, sa) * w * loss.pointwise_derivative(out, yl)
     M = inputs.post(D * g[..., None])
     grad_Wt = kappa * a[None] * M
     grad_a = kappa * jnp.sum(Wt * M, axis=0)
-    return BatchGradient(value, grad_a, grad_Wt, Z, active, out, M)
+    return BatchGradient(value, grad_a, grad_Wt, inputs.canonical(Z), inputs.canonical(active),
+                         inputs.canonical(out), M)
 
 
 def to_engine_layout(net: Network) -> tuple[Array, Array]:

@@ -233,13 +233,20 @@ def _record(cfg: EngineConfig, st: EngineState, step: Array, inputs: Inputs, y: 
 
 
 def _segment_body(cfg: EngineConfig, step0: Array, state: EngineState, targets: Array,
-                  inputs: Inputs, y: Array, stop_loss: Array, keys: Array, ref: Reference,
-                  unroll: int = 1):
-    """Advance all runs through the record steps ``targets``, measuring at each. ``unroll``
-    steps per loop iteration (then single steps to the target): on small problems each loop
-    iteration's fixed cost (it copies the loop state) is comparable to a step."""
+                  count: Array, inputs: Inputs, y: Array, stop_loss: Array, keys: Array,
+                  ref: Reference, unroll: int = 1):
+    """Advance all runs through the record steps ``targets[:count]``, measuring at each (the
+    rest of ``targets`` is padding to the compiled length: no steps and no probes there; their
+    records are zeros, which the caller drops). ``unroll`` steps per loop iteration (then single
+    steps to the target): on small problems each loop iteration's fixed cost (it copies the loop
+    state) is comparable to a step."""
 
-    def advance(carry, target):
+    def measure(st: EngineState, step: Array):
+        return _record(cfg, st, step, inputs, y, stop_loss, ref)
+
+    def advance(carry, target_and_index):
+        target, index = target_and_index
+
         def body(c):
             step, st = c
             return step + 1, _step(cfg, st, step, inputs, y, stop_loss, keys)
@@ -254,12 +261,17 @@ def _segment_body(cfg: EngineConfig, step0: Array, state: EngineState, targets: 
             step, st = lax.while_loop(lambda c: c[0] + unroll <= target, body_unrolled, (step, st))
         step, st = lax.while_loop(lambda c: c[0] < target, body, (step, st))
         st = _guard(st, backup, step)
-        st, rec, loss = _record(cfg, st, step, inputs, y, stop_loss, ref)
+        shapes = jax.eval_shape(measure, st, step)
+        st, rec, loss = lax.cond(
+            index < count, measure,
+            lambda st, step: (st, *jax.tree_util.tree_map(
+                lambda s: jnp.zeros(s.shape, s.dtype), shapes[1:])), st, step)
         # the next backup: these parameters if their loss is finite (else keep the older ones)
         backup = _select(jnp.isfinite(loss), st.params, backup)
         return (step, st, backup), rec
 
-    (step, state, _), records = lax.scan(advance, (step0, state, state.params), targets)
+    (step, state, _), records = lax.scan(advance, (step0, state, state.params),
+                                         (targets, jnp.arange(targets.shape[0])))
     return step, state, records
 
 
@@ -306,7 +318,7 @@ def _unblocks(tree, axis_of: Callable[[Array], int]):
 
 
 def _segment_blocked(cfg: EngineConfig, block: int, step0: Array, state: EngineState,
-                     targets: Array, inputs: DiagonalInputs, y: Array, stop_loss: Array,
+                     targets: Array, count: Array, inputs: DiagonalInputs, y: Array, stop_loss: Array,
                      keys: Array, ref: Reference):
     """The segment for blocks of ``block`` runs at a time, each block running the whole time
     loop while its state stays in cache (runs are independent, so results are identical). For
@@ -325,7 +337,8 @@ def _segment_blocked(cfg: EngineConfig, block: int, step0: Array, state: EngineS
         (st, stop, kk, rf), sb, yb = args
         inp = DiagonalInputs(sb) if per_run_data else inputs
         yy = yb if per_run_data else y
-        _, st, rec = _segment_body(cfg, step0, st, targets, inp, yy, stop, kk, rf, SMALL_UNROLL)
+        _, st, rec = _segment_body(cfg, step0, st, targets, count, inp, yy, stop, kk, rf,
+                                   SMALL_UNROLL)
         return st, rec
 
     st_b, rec_b = lax.map(one, (blocked, s_b, y_b))
@@ -366,10 +379,10 @@ def _is_elementwise(inputs: Inputs) -> bool:
     return min(n, d) <= SMALL
 
 
-def _segment(cfg: EngineConfig, step0: Array, state: EngineState, targets: Array,
+def _segment(cfg: EngineConfig, step0: Array, state: EngineState, targets: Array, count: Array,
              inputs: Inputs, y: Array, stop_loss: Array, keys: Array, ref: Reference):
     """Run a compiled segment, choosing XLA's CPU options (and run blocking) for the layout."""
-    args = (step0, state, targets, inputs, y, stop_loss, keys, ref)
+    args = (step0, state, targets, count, inputs, y, stop_loss, keys, ref)
     block = _block_size(inputs, stop_loss.shape[0])
     if block > 1:
         fn = _segment_blocked_jit if _no_ynn_supported[0] else _segment_blocked_default
@@ -546,8 +559,8 @@ def simulate(
     for segment, chunk in enumerate(_chunks(schedule, per_call, max(1, total // 50))):
         padded = np.concatenate([chunk, np.full(per_call - len(chunk), chunk[-1], np.int64)])
         t0, first_step = time.perf_counter(), int(step)
-        step, state, rec = _segment(cfg, step, state, jnp.asarray(padded), cur_inputs, cur_y,
-                                    cur_stop, cur_keys, ref)
+        step, state, rec = _segment(cfg, step, state, jnp.asarray(padded), jnp.asarray(len(chunk)),
+                                    cur_inputs, cur_y, cur_stop, cur_keys, ref)
         part = {k: np.asarray(v)[: len(chunk)] for k, v in rec.items()}
         if segment > 0 and int(chunk[-1]) > first_step:
             per_run_step = (time.perf_counter() - t0) / ((int(chunk[-1]) - first_step) * len(current))
