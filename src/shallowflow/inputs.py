@@ -13,7 +13,8 @@ canonical (n, R, ...) order, 1 is (R, n, ...). ``native`` and ``canonical`` conv
 - :class:`SharedInputs`: one dataset for every run, X (n, d). Z = X @ Wt, M = X^T @ G.
 - :class:`PerRunInputs`: a dataset per run, X (R, n, d): batched contractions, in the
   run-major order (R, n, p) that batched GEMMs produce and consume (the canonical order would add
-  a transpose of every (n, R, p) array per step: 1.2x slower at DPB's Fig. 3 shapes).
+  transposes of the (n, R, p) arrays every step: 1.6x slower at DPB's Fig. 3 shapes,
+  bench/NOTES.md).
 - :class:`DiagonalInputs`: orthogonal data written in its own orthonormal basis, X = diag(s):
   Z = s * Wt and M = s * G, O(n R p) work instead of O(n d R p) (MATH.md §0.3 fast path).
 
