@@ -10,6 +10,7 @@ import xarray as xr
 from conftest import check_reproduction_folder
 from shallowflow.reproductions import catalogue, run_reproduction
 from shallowflow.reproductions.base import resolve_params
+from shallowflow.reproductions.dana.threshold import grid_threshold
 
 
 def crossing_bracket(n: np.ndarray, prob: np.ndarray, step: float) -> tuple[float, float]:
@@ -55,6 +56,13 @@ def test_threshold_scan_tiny(tmp_path, name, overrides, axis):
         if prob.max() >= 0.5 > prob.min():
             lo, hi = crossing_bracket(grid.n.values, prob, step)
             assert lo <= N <= hi
+        # the code's rule (L < 1/(2n)), the variant reported beside the text's, read from the
+        # final losses saved in the grid
+        code = (grid.final_loss < 1.0 / (2 * grid.n)).mean("run").values
+        fit = grid_threshold(grid, "code")
+        if code.max() >= 0.5 > code.min() and fit is not None:
+            lo, hi = crossing_bracket(grid.n.values, code, step)
+            assert lo <= fit.threshold <= hi
 
 
 def test_overrides_are_checked():

@@ -55,14 +55,21 @@ def find_threshold(d: int, p: int, runs: int, coarse_runs: int, span: float, ste
     lo = max(2, round(centre - span * d), round(centre / 2))  # small n: t_inf is tiny there
     ns = np.arange(lo, round(centre + span * d) + 1, stride)
     grid = convergence_grid(ns, d, p, runs, seed, "gaussian", show_progress)
-    s = summarise(grid)
+    return ThresholdResult(d, p, coarse, grid, grid_threshold(grid))
+
+
+def grid_threshold(grid: xr.Dataset, rule: str = "text") -> ThresholdFit | None:
+    """The logistic threshold of a convergence grid under ``rule`` ("text": L < C_y^-/(2n), "code":
+    L < 1/(2n)); None when it cannot be fitted or lies outside the grid by more than one step (an
+    extrapolated threshold, the grid missed the transition, decides nothing)."""
+    ns = grid.n.values
+    s = summarise(grid, rule)
     try:
         fit = logistic_threshold(ns, s.successes.values, s.trials.values)
     except ValueError:
-        fit = None
-    if fit is not None and not ns.min() - stride <= fit.threshold <= ns.max() + stride:
-        fit = None  # an extrapolated threshold (the grid missed the transition) decides nothing
-    return ThresholdResult(d, p, coarse, grid, fit)
+        return None
+    stride = np.diff(ns).max() if len(ns) > 1 else 0
+    return fit if ns.min() - stride <= fit.threshold <= ns.max() + stride else None
 
 
 def threshold_scan(ctx: Context, axis: str, values: Sequence[int],
@@ -130,6 +137,14 @@ def threshold_scan(ctx: Context, axis: str, values: Sequence[int],
         return [Claim(claim_id, statement, paper_law, formulas, "inconclusive", None,
                       "Fewer than 3 positive thresholds: no power law.")]
     verdict, note = verdict_rule(fits, x, N)
+    code_fits = [grid_threshold(r.grid, "code") for r in ok]
+    code_N = np.array([np.nan if f is None else f.threshold for f in code_fits])
+    variants = {f"N code rule L < 1/(2n) at {axis} = {int(a)}": round(float(v), 1)
+                for a, v in zip(x, code_N, strict=True)}
+    if np.all(np.isfinite(code_N)):
+        code_laws = scaling_fits(x, code_N)
+        variants["code rule: power exponent"] = round(float(code_laws["power"].coef[1]), 3)
+        variants["code rule: best law by AIC"] = min(code_laws, key=lambda k: code_laws[k].aic)
     rel_width = (hi - lo) / N
     if not np.all(np.isfinite(rel_width)) or np.median(rel_width) > MAX_REL_WIDTH:
         verdict = "inconclusive"
@@ -137,7 +152,7 @@ def threshold_scan(ctx: Context, axis: str, values: Sequence[int],
                  f"{np.median(rel_width):.0%} of N, limit {MAX_REL_WIDTH:.0%}): more runs per n.")
     return [Claim(claim_id, statement, paper_law, formulas, verdict, None, note,
                   {f"R2 {law}": round(f.r2, 4) for law, f in fits.items()}
-                  | {f"AIC {law}": round(f.aic, 2) for law, f in fits.items()})]
+                  | {f"AIC {law}": round(f.aic, 2) for law, f in fits.items()} | variants)]
 
 
 def scan_build(axis: str, paper_law: str,
