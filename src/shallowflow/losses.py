@@ -60,11 +60,11 @@ class Loss:
             return -y * jnp.exp(-margin)
         return -y * jax.nn.sigmoid(-margin)
 
-    def normaliser(self, weights: Array) -> Array:
-        """c: 1/(sum of sample weights) for ``mean``, 1 for ``sum`` (weights are 1 in full batch)."""
-        if self.reduction == "mean":
-            return 1.0 / jnp.sum(weights)
-        return jnp.ones((), dtype=weights.dtype)
+    def normaliser(self, weights: Array, axis: int | None = None) -> Array:
+        """c: 1/(sum of the sample weights over ``axis``) for ``mean``, 1 for ``sum`` (weights are
+        1 in full batch)."""
+        total = jnp.sum(weights, axis=axis)
+        return 1.0 / total if self.reduction == "mean" else jnp.ones_like(total)
 
     def quadratic_coefficient(self, n: int) -> float:
         """c in L = c Σ_i r_i² (r_i = yhat_i - y_i) over n samples, for the square losses: 1/(2n) for

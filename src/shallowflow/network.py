@@ -90,7 +90,7 @@ def batch_loss_and_gradient(
     yl = inputs.labels(y)
     weights = jnp.asarray(weights, Z.dtype)
     w = jnp.broadcast_to(inputs.native(weights) if weights.ndim == 2 else weights, out.shape)
-    c = 1.0 / jnp.sum(w, axis=sa) if loss.reduction == "mean" else jnp.ones(out.shape[1 - sa], Z.dtype)
+    c = loss.normaliser(w, axis=sa)  # per run
     value = c * jnp.sum(w * loss.pointwise(out, yl), axis=sa)
     g = jnp.expand_dims(c, sa) * w * loss.pointwise_derivative(out, yl)
     M = inputs.post(D * g[..., None])

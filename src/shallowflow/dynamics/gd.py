@@ -262,10 +262,11 @@ def _segment_body(cfg: EngineConfig, step0: Array, state: EngineState, targets: 
         step, st = lax.while_loop(lambda c: c[0] < target, body, (step, st))
         st = _guard(st, backup, step)
         shapes = jax.eval_shape(measure, st, step)
-        st, rec, loss = lax.cond(
-            index < count, measure,
-            lambda st, step: (st, *jax.tree_util.tree_map(
-                lambda s: jnp.zeros(s.shape, s.dtype), shapes[1:])), st, step)
+
+        def skip(st: EngineState, step: Array):  # a padding slot: a zero record, dropped later
+            return st, *jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes[1:])
+
+        st, rec, loss = lax.cond(index < count, measure, skip, st, step)
         # the next backup: these parameters if their loss is finite (else keep the older ones)
         backup = _select(jnp.isfinite(loss), st.params, backup)
         return (step, st, backup), rec

@@ -141,8 +141,8 @@ def threshold_scan(ctx: Context, axis: str, values: Sequence[int],
     code_N = np.array([np.nan if f is None else f.threshold for f in code_fits])
     variants = {f"N code rule L < 1/(2n) at {axis} = {int(a)}": round(float(v), 1)
                 for a, v in zip(x, code_N, strict=True)}
-    if np.all(np.isfinite(code_N)):
-        code_laws = scaling_fits(x, code_N)
+    code_laws = scaling_fits(x, code_N) if np.all(np.isfinite(code_N)) else {}
+    if "power" in code_laws:  # (a power law needs 3 positive thresholds)
         variants["code rule: power exponent"] = round(float(code_laws["power"].coef[1]), 3)
         variants["code rule: best law by AIC"] = min(code_laws, key=lambda k: code_laws[k].aic)
     rel_width = (hi - lo) / N
