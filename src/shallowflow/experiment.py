@@ -40,7 +40,7 @@ from shallowflow.probes import PROBES
 
 DATA_STREAM, INIT_STREAM, SGD_STREAM = 0, 1, 2  # key streams of a run (module docstring)
 BATCHABLE = ("name", "seed", "runs", "init.scale", "init.log_scale", "train.stop_loss",
-             "data.seed")
+             "data.seed", "record.at_steps", "record.at_times")
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,21 @@ def engine_config(exp: Experiment, lr: float | None = None) -> EngineConfig:
 
 
 def schedule_of(exp: Experiment) -> np.ndarray:
-    return record_schedule(exp.train.n_steps, exp.record.every, exp.record.points)
+    """The record steps of ``exp``: its linear and geometric schedule, its explicit steps and its
+    explicit flow times rounded to steps, within [0, n_steps]."""
+    total = exp.train.n_steps
+    base = record_schedule(total, exp.record.every, exp.record.points)
+    extra = np.concatenate([np.asarray(exp.record.at_steps, np.int64),
+                            np.round(np.asarray(exp.record.at_times, float)
+                                     / exp.train.lr).astype(np.int64)])
+    marks = np.unique(np.concatenate([base, extra]))
+    return marks[(marks >= 0) & (marks <= total)]
+
+
+def batch_schedule(refs: Sequence[RunRef]) -> np.ndarray:
+    """The record steps of a batch: the union of its runs' schedules (docs/architecture.md)."""
+    exps = {id(r.experiment): r.experiment for r in refs}
+    return np.unique(np.concatenate([schedule_of(e) for e in exps.values()]))
 
 
 # ------------------------------------------------------------------------------------------ data
@@ -261,7 +275,7 @@ def prepare_batch(refs: Sequence[RunRef]) -> BatchInputs:
     stop = np.array([np.inf * -1 if r.experiment.train.stop_loss is None
                      else r.experiment.train.stop_loss for r in refs])
     return BatchInputs(refs, engine_config(first), net0, X.astype(dtype), y.astype(dtype), stop,
-                       sgd_keys, schedule_of(first), dtype, log_scale, settings["reduce"], notes)
+                       sgd_keys, batch_schedule(refs), dtype, log_scale, settings["reduce"], notes)
 
 
 def to_dataset(batch: BatchInputs, result: EngineResult) -> xr.Dataset:

@@ -6,11 +6,13 @@
   width fixed to 1, as a variant.
 - :func:`scaling_fits`: linear, power-law and logarithmic laws y(x) with their goodness of fit.
 - :func:`bootstrap_slope`: the log-log slope of a per-x statistic, with a bootstrap interval
-  from resampling the runs at every x.
+  from resampling the runs at every x; :func:`slope_interval` adds the least-squares interval.
+- :func:`bootstrap_mean`, :func:`positive_mean`, :func:`nan_band`: summaries of repeated runs.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -190,3 +192,60 @@ def bootstrap_slope(groups: Mapping[float, Sequence[float]],
         boot[b] = loglog_slope(xs, [statistic(rng.choice(v, len(v))) for v in vals])
     lo, hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
     return slope, (float(lo), float(hi))
+
+
+def slope_interval(groups: Mapping[float, Sequence[float]], seed: int = 0
+                   ) -> tuple[float, tuple[float, float], dict[str, tuple[float, float]]]:
+    """Log-log slope of the per-x means, with the hull of two 95% intervals: the bootstrap over
+    the runs at each x (:func:`bootstrap_slope`) and the least-squares t interval from the
+    scatter of the means about the line (it carries a per-x random draw, e.g. of the labels,
+    which the run bootstrap does not). Non-finite and non-positive values are dropped."""
+    keys = sorted(k for k, v in groups.items() if np.any(np.isfinite(np.asarray(v, float))))
+    groups = {k: [v for v in groups[k] if np.isfinite(v) and v > 0] for k in keys}
+    groups = {k: v for k, v in groups.items() if v}
+    if len(groups) < 2:
+        nan = (float("nan"), float("nan"))
+        return float("nan"), nan, {"bootstrap": nan, "least squares": nan}
+    slope, boot = bootstrap_slope(groups, seed=seed)
+    x = np.log(np.array(sorted(groups), float))
+    yv = np.log([np.mean(groups[k]) for k in sorted(groups)])
+    if len(x) > 2:
+        fit = stats.linregress(x, yv)
+        half = stats.t.ppf(0.975, len(x) - 2) * fit.stderr
+        ols = (float(fit.slope - half), float(fit.slope + half))
+    else:
+        ols = (slope, slope)
+    hull = (min(boot[0], ols[0]), max(boot[1], ols[1]))
+    return slope, hull, {"bootstrap": boot, "least squares": ols}
+
+
+def bootstrap_mean(values: np.ndarray, draws: int, seed: int) -> tuple[float, float, float]:
+    """Mean of the finite ``values`` and a 95% percentile bootstrap interval: (mean, lo, hi);
+    NaNs when no value is finite."""
+    v = np.asarray(values, float)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return math.nan, math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    means = rng.choice(v, (draws, v.size)).mean(axis=1)
+    lo, hi = np.quantile(means, [0.025, 0.975])
+    return float(v.mean()), float(lo), float(hi)
+
+
+def positive_mean(values: np.ndarray) -> float:
+    """Mean over the finite positive values (those a log-log fit can use); NaN if none."""
+    v = np.asarray(values, float)
+    v = v[np.isfinite(v) & (v > 0)]
+    return float(v.mean()) if v.size else float("nan")
+
+
+def nan_band(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean, min and max over the last axis ignoring NaN (NaN where a row has no finite value)."""
+    vals = np.asarray(values, float)
+    finite = np.isfinite(vals)
+    has = np.any(finite, axis=-1)
+    count = np.maximum(np.sum(finite, axis=-1), 1)
+    mean = np.where(has, np.where(finite, vals, 0.0).sum(axis=-1) / count, np.nan)
+    lo = np.where(has, np.min(np.where(finite, vals, np.inf), axis=-1), np.nan)
+    hi = np.where(has, np.max(np.where(finite, vals, -np.inf), axis=-1), np.nan)
+    return mean, lo, hi

@@ -1,12 +1,23 @@
-"""What a reproduction is, and how one is run into a folder.
+"""What a reproduction is, and how one is run into a folder (docs/architecture.md,
+"Reproductions").
 
-A :class:`Reproduction` has a name (``dana-fig3``), presets (``quick``: minutes on 2 cores;
-``paper``: the paper's sizes) and a ``build`` function. ``build(ctx)`` trains and computes
-through the library, draws its figures with ``ctx.figure``, keeps its data with ``ctx.data``, adds
-report sections with ``ctx.section`` and returns its :class:`~shallowflow.reproductions.claims.Claim`
-list. :func:`run_reproduction` validates the preset and overrides before any work, runs ``build``
-in a temporary folder and renames it to ``out`` only on success, then writes ``claims.json``,
-``report.md``, ``params.json`` and ``provenance.json`` beside the figures.
+A :class:`Reproduction` is four small pieces and its presets:
+
+- ``simulate(params, train) -> xarray.Dataset``: everything the claims and figures need, trained
+  through ``train`` (the one training entry point, :func:`shallowflow.training.train` with the
+  caller's progress and executor settings) and the theory modules;
+- ``judge(ds, params) -> list[Claim]``: the verdicts, a pure function of the saved Dataset;
+- ``draw(ds, params) -> list[Figure]``: the figures, from the saved Dataset;
+- ``protocol(ds, params) -> list[(heading, text)]``: the report's prose sections.
+
+Presets are typed: ``params`` is a pydantic model (:class:`Params`: ranges, one line of doc per
+field), and ``--set key=value`` values are TOML literals as for experiments.
+
+:func:`run_reproduction` validates the parameters and the output folder before any work, runs
+``simulate``, writes ``results.nc``, reads it back and judges and draws *the saved file*, so a
+re-judged folder (:func:`rejudge`, ``shallowflow reproduce NAME --from DIR``) gives the same
+claims by construction. The folder holds ``results.nc``, the figures, ``claims.json``,
+``report.md``, ``params.json`` and ``provenance.json``; it is written atomically.
 """
 
 from __future__ import annotations
@@ -14,58 +25,70 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import xarray as xr
-import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
 
+from shallowflow.config import ConfigError, format_validation_error, parse_value
+from shallowflow.executors import Executor
 from shallowflow.reproductions import report
 from shallowflow.reproductions.claims import Claim, to_json
-from shallowflow.store import atomic_dir, provenance, write_netcdf, write_text
+from shallowflow.store import (
+    atomic_dir,
+    check_output_dir,
+    provenance,
+    read_netcdf,
+    write_netcdf,
+    write_text,
+)
+from shallowflow.training import Train, trainer
+
+RESULTS = "results.nc"
 
 
-@dataclass
-class Context:
-    """What ``build`` gets: its parameters, its (temporary) output folder and report helpers."""
+class Params(BaseModel):
+    """Base of every reproduction's parameter model: unknown keys refused, values frozen. Give
+    each field a ``Field(..., description=...)`` line and its allowed range."""
 
-    params: dict[str, Any]
-    folder: Path
-    show_progress: bool = True
-    figures: list[tuple[str, str]] = field(default_factory=list)
-    sections: list[tuple[str, str]] = field(default_factory=list)
-    summary: str = ""
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
-    def figure(self, name: str, fig, caption: str) -> None:
-        """Save ``fig`` as ``name``.png and list it in the report with ``caption``."""
-        path = f"{name}.png"
-        fig.savefig(self.folder / path, dpi=120, bbox_inches="tight")
-        plt.close(fig)
-        self.figures.append((path, caption))
 
-    def data(self, name: str, ds: xr.Dataset) -> None:
-        """Keep ``ds`` as ``name``.nc."""
-        write_netcdf(ds, self.folder / f"{name}.nc")
+@dataclass(frozen=True)
+class Figure:
+    """A drawn figure: saved as ``name``.png, listed in the report with ``caption``."""
 
-    def section(self, heading: str, text: str) -> None:
-        self.sections.append((heading, text))
+    name: str
+    fig: Any  # matplotlib.figure.Figure
+    caption: str
+
+
+Section = tuple[str, str]
 
 
 @dataclass(frozen=True)
 class Reproduction:
-    """A paper experiment with its presets and its build function."""
+    """A paper experiment: its presets and its four pieces (module docstring)."""
 
     name: str
     title: str
     paper: str
-    build: Callable[[Context], list[Claim]]
+    params: type[Params]
     presets: Mapping[str, Mapping[str, Any]]
-    description: str = ""
+    simulate: Callable[[Any, Train], xr.Dataset]
+    judge: Callable[[xr.Dataset, Any], list[Claim]]
+    draw: Callable[[xr.Dataset, Any], list[Figure]]
+    protocol: Callable[[xr.Dataset, Any], list[Section]]
+    summary: str = ""
+
+    def __post_init__(self) -> None:
+        for preset, values in self.presets.items():  # a broken preset fails at import
+            try:
+                self.params.model_validate(dict(values))
+            except ValidationError as err:
+                raise ValueError(f"{self.name} preset {preset!r}: {err}") from None
 
 
 REGISTRY: dict[str, Reproduction] = {}
@@ -78,59 +101,109 @@ def register(rep: Reproduction) -> Reproduction:
     return rep
 
 
-def resolve_params(rep: Reproduction, preset: str, overrides: list[str] | None = None) -> dict:
-    """The preset's parameters with ``key=value`` overrides (values parsed as YAML), checked
-    against the preset's keys and types."""
+def _validate(rep: Reproduction, values: Mapping[str, Any], source: str) -> Params:
+    try:
+        return rep.params.model_validate(dict(values))
+    except ValidationError as err:
+        text = format_validation_error(err).replace("invalid configuration:",
+                                                    f"invalid parameters of {rep.name} ({source}):")
+        raise ConfigError(text) from None
+
+
+def resolve_params(rep: Reproduction, preset: str, overrides: list[str] | None = None) -> Params:
+    """The preset's parameters with ``key=value`` overrides (values are TOML literals, as for
+    experiments), validated by the reproduction's parameter model."""
     if preset not in rep.presets:
-        raise ValueError(f"preset: {preset!r} is not a preset of {rep.name}; "
-                         f"allowed: {', '.join(rep.presets)}")
-    params = dict(rep.presets[preset])
+        raise ConfigError(f"preset: {preset!r} is not a preset of {rep.name}; "
+                          f"allowed: {', '.join(rep.presets)}")
+    values = dict(rep.presets[preset])
     for item in overrides or []:
         key, sep, raw = item.partition("=")
         key = key.strip()
         if not sep:
-            raise ValueError(f"--set: expected key=value, got {item!r}")
-        if key not in params:
-            raise ValueError(f"--set: {key!r} is not a parameter of {rep.name}; "
-                             f"allowed: {', '.join(params)}")
-        value = yaml.safe_load(raw)
-        old = params[key]
-        if isinstance(old, float) and isinstance(value, (int, str)) and not isinstance(value, bool):
-            try:  # YAML 1.1 reads 1e-12 (no dot) as a string
-                value = float(value)
-            except ValueError:
-                pass
-        if old is not None and type(value) is not type(old):
-            raise ValueError(f"--set {key}: expected {type(old).__name__} like {old!r}, "
-                             f"got {raw!r}")
-        params[key] = value
-    return params
+            raise ConfigError(f"--set: expected key=value, got {item!r}")
+        if key not in rep.params.model_fields:
+            raise ConfigError(f"--set: {key!r} is not a parameter of {rep.name}; "
+                              f"allowed: {', '.join(rep.params.model_fields)}")
+        values[key] = parse_value(raw.strip())
+    return _validate(rep, values, f"preset {preset}")
 
 
-def run_reproduction(name: str, out: str | Path, preset: str = "quick",
-                     overrides: list[str] | None = None, overwrite: bool = False,
-                     show_progress: bool = True) -> tuple[Path, list[Claim]]:
-    """Run reproduction ``name`` with ``preset`` into the folder ``out`` (created atomically)."""
+def _lookup(name: str) -> Reproduction:
     from shallowflow.reproductions import catalogue
 
     reps = catalogue()
     if name not in reps:
-        raise ValueError(f"name: unknown reproduction {name!r}; allowed: {', '.join(reps)}")
-    rep = reps[name]
+        raise ConfigError(f"name: unknown reproduction {name!r}; allowed: {', '.join(reps)}")
+    return reps[name]
+
+
+def _finish(rep: Reproduction, folder: Path, ds: xr.Dataset, params: Params, preset: str,
+            wall: float, extra: Mapping[str, Any]) -> list[Claim]:
+    """Judge, draw and write the report of a saved Dataset into ``folder``."""
+    import matplotlib.pyplot as plt
+
+    claims = rep.judge(ds, params)
+    figures = rep.draw(ds, params)
+    listed = []
+    for f in figures:
+        f.fig.savefig(folder / f"{f.name}.png", dpi=120, bbox_inches="tight")
+        plt.close(f.fig)
+        listed.append((f"{f.name}.png", f.caption))
+    values = params.model_dump(mode="json")
+    write_text(folder / "claims.json", to_json(claims))
+    text = report.render(f"{rep.name}: {rep.title}", rep.summary, listed, claims,
+                         rep.protocol(ds, params), preset, values, wall)
+    write_text(folder / "report.md", text)
+    write_text(folder / "params.json", json.dumps({"reproduction": rep.name, "preset": preset,
+                                                   "params": values, "wall_s": wall, **extra},
+                                                  indent=2) + "\n")
+    write_text(folder / "provenance.json",
+               json.dumps(provenance(reproduction=rep.name, preset=preset), indent=2,
+                          default=str) + "\n")
+    return claims
+
+
+def run_reproduction(name: str, out: str | Path, preset: str = "quick",
+                     overrides: list[str] | None = None, overwrite: bool = False,
+                     show_progress: bool = True,
+                     executor: Executor | None = None) -> tuple[Path, list[Claim]]:
+    """Run reproduction ``name`` with ``preset`` into the folder ``out`` (created atomically)."""
+    rep = _lookup(name)
     params = resolve_params(rep, preset, overrides)
+    check_output_dir(out, overwrite)
     start = time.perf_counter()
     with atomic_dir(out, overwrite) as folder:
-        ctx = Context(params, folder, show_progress)
-        claims = rep.build(ctx)
-        wall = time.perf_counter() - start
-        write_text(folder / "claims.json", to_json(claims))
-        text = report.render(f"{rep.name}: {rep.title}", ctx.summary or rep.description,
-                             ctx.figures, claims, ctx.sections, preset, params, wall)
-        write_text(folder / "report.md", text)
-        write_text(folder / "params.json", json.dumps({"reproduction": name, "preset": preset,
-                                                       "params": params, "wall_s": wall},
-                                                      indent=2) + "\n")
-        write_text(folder / "provenance.json",
-                   json.dumps(provenance(reproduction=name, preset=preset), indent=2,
-                              default=str) + "\n")
+        write_netcdf(rep.simulate(params, trainer(show_progress, executor)), folder / RESULTS)
+        ds = read_netcdf(folder / RESULTS)
+        claims = _finish(rep, folder, ds, params, preset, time.perf_counter() - start, {})
+    return Path(out), claims
+
+
+def rejudge(name: str, source: str | Path, out: str | Path,
+            overwrite: bool = False) -> tuple[Path, list[Claim]]:
+    """Judge and draw a saved reproduction folder ``source`` again, without training, into the
+    new folder ``out`` (its ``results.nc`` is copied there)."""
+    rep = _lookup(name)
+    source = Path(source)
+    saved_file, results = source / "params.json", source / RESULTS
+    if not saved_file.is_file() or not results.is_file():
+        raise ConfigError(f"--from: {str(source)!r} is not a reproduction folder (needs "
+                          f"params.json and {RESULTS})")
+    try:
+        saved = json.loads(saved_file.read_text())
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"--from: {saved_file.name} is not valid JSON ({err})") from None
+    if saved.get("reproduction") != name:
+        raise ConfigError(f"--from: {str(source)!r} holds reproduction "
+                          f"{saved.get('reproduction')!r}, not {name!r}")
+    params = _validate(rep, saved.get("params", {}), f"{saved_file}")
+    check_output_dir(out, overwrite)
+    start = time.perf_counter()
+    ds = read_netcdf(results)
+    with atomic_dir(out, overwrite) as folder:
+        write_netcdf(ds, folder / RESULTS)
+        claims = _finish(rep, folder, ds, params, saved.get("preset", "?"),
+                         time.perf_counter() - start,
+                         {"rejudged_from": source.name, "simulation_wall_s": saved.get("wall_s")})
     return Path(out), claims

@@ -39,16 +39,25 @@ class Claim:
             raise ValueError(f"verdict: must be one of {VERDICTS}, got {self.verdict!r}")
 
 
-def interval_verdict(paper: float, interval: tuple[float, float] | None,
-                     max_width: float | None = None) -> str:
-    """``inconclusive`` if the interval is missing, not finite or wider than ``max_width`` (too
-    uncertain to decide); else ``reproduced`` if it contains the paper's value, ``not
-    reproduced`` if not."""
+def band_verdict(interval: tuple[float, float] | None, band: tuple[float, float],
+                 max_width: float | None = None) -> str:
+    """The one band rule: ``inconclusive`` if the measured interval is missing, not finite or
+    wider than ``max_width`` (too uncertain to decide); else ``reproduced`` if it meets the
+    paper's band [lo, hi] (a point value is the band (v, v)), ``not reproduced`` if it misses
+    it."""
     if interval is None or not all(map(math.isfinite, interval)):
         return "inconclusive"
     if max_width is not None and interval[1] - interval[0] > max_width:
         return "inconclusive"
-    return "reproduced" if interval[0] <= paper <= interval[1] else "not reproduced"
+    meets = interval[1] >= band[0] and interval[0] <= band[1]
+    return "reproduced" if meets else "not reproduced"
+
+
+def interval_verdict(paper: float, interval: tuple[float, float] | None,
+                     max_width: float | None = None) -> str:
+    """:func:`band_verdict` with the band shrunk to the paper's value: reproduced if the
+    interval contains it."""
+    return band_verdict(interval, (paper, paper), max_width)
 
 
 def _plain(value: Any) -> Any:

@@ -1,0 +1,158 @@
+"""The one training entry point: ``train(experiments) -> one Dataset per experiment``.
+
+Every path that trains networks (``shallowflow run``, the demo, sweeps, reproductions) goes
+through :func:`plan` and :func:`execute` (docs/architecture.md, "Training"):
+
+1. :func:`plan` groups the runs of all experiments by their batch signature (specs equal up to
+   the batchable fields: seed, run index, init scale, stop loss, data seed, explicit record
+   points) and cuts each group into batches of at most ``max_batch`` runs, with a deterministic
+   id;
+2. :func:`execute` runs a task on every batch through an executor (in-process by default, see
+   :mod:`shallowflow.executors`) behind one progress display (runs done, and steps of the batch
+   in flight);
+3. :func:`train` does both and hands back, per experiment, the Dataset of its runs (dims
+   ``run, time, neuron, ...``; ``run`` counts that experiment's runs from 0), with the training
+   data attached on request.
+
+A batch's record schedule is the union of its runs' schedules (given as steps, flow times,
+linear or geometric spacing in each experiment's ``record`` table); nothing is changed after a
+batch is prepared.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
+import xarray as xr
+
+from shallowflow.config import Experiment
+from shallowflow.executors import Executor, LocalExecutor, StepCallback
+from shallowflow.experiment import RunRef, batch_data, prepare_batch, run_batch, static_signature
+from shallowflow.progress import make_progress
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Runs sharing one compiled loop, with a deterministic id (the hash of its members)."""
+
+    id: str
+    refs: tuple[RunRef, ...]
+
+    @property
+    def size(self) -> int:
+        return len(self.refs)
+
+
+def plan(refs: Sequence[RunRef], max_batch: int = 4096,
+         tags: Sequence[object] | None = None) -> list[Batch]:
+    """Group ``refs`` by batch signature, in first-appearance order, and cut each group into
+    batches of at most ``max_batch`` runs. ``tags`` (one per ref, e.g. a sweep's grid point)
+    enter the batch id, so equal runs of different sweep points get different ids."""
+    if max_batch < 1:
+        raise ValueError(f"max_batch: must be >= 1, got {max_batch}")
+    tags = list(tags) if tags is not None else [None] * len(refs)
+    groups: dict[str, list[int]] = {}
+    for i, ref in enumerate(refs):
+        groups.setdefault(static_signature(ref.experiment), []).append(i)
+    batches = []
+    for g, members in enumerate(groups.values()):
+        for start in range(0, len(members), max_batch):
+            chunk = members[start : start + max_batch]
+            ident = json.dumps([(tags[i], refs[i].experiment.model_dump(mode="json"),
+                                 refs[i].index) for i in chunk], sort_keys=True, default=str)
+            digest = hashlib.sha1(ident.encode()).hexdigest()[:10]
+            batches.append(Batch(f"g{g:03d}-{start // max_batch:04d}-{digest}",
+                                 tuple(refs[i] for i in chunk)))
+    return batches
+
+
+def train_batch(batch: Batch, progress: StepCallback | None = None,
+                keep_data: bool = False) -> xr.Dataset:
+    """Prepare (data, initial networks, keys, record schedule) and train one batch."""
+    prepared = prepare_batch(batch.refs)
+    ds = run_batch(prepared, progress)
+    if keep_data:
+        ds = ds.merge(batch_data(prepared))
+    return ds
+
+
+def execute(task: Callable[[Batch, StepCallback | None], R], batches: Sequence[Batch],
+            label: str = "", show_progress: bool = True, executor: Executor | None = None,
+            done_runs: int = 0) -> Iterator[tuple[Batch, R]]:
+    """Run ``task`` on every batch through ``executor`` (in-process by default) behind one
+    progress display; yields ``(batch, result)`` as batches finish. ``done_runs``: runs finished
+    before (a resumed sweep), counted in the display."""
+    executor = executor or LocalExecutor()
+    total = done_runs + sum(b.size for b in batches)
+    with make_progress(show_progress) as bar:
+        outer = bar.add_task(f"{label}: runs" if label else "runs", total=total,
+                             completed=done_runs)
+        for batch, result in executor.run(task, batches, bar,
+                                          lambda b: f"  batch {b.id} ({b.size} runs)"):
+            bar.advance(outer, batch.size)
+            yield batch, result
+
+
+def _keep_data_task(batch: Batch, progress: StepCallback | None) -> xr.Dataset:
+    return train_batch(batch, progress, keep_data=True)
+
+
+def train(experiments: Experiment | Sequence[Experiment], *, label: str = "",
+          show_progress: bool = True, executor: Executor | None = None,
+          max_batch: int = 4096, keep_data: bool = False) -> list[xr.Dataset]:
+    """Train every run of ``experiments`` in as few compiled batches as their signatures allow.
+
+    Returns one Dataset per experiment, in order, holding its runs in run-index order (the
+    ``run`` coordinate counts from 0; ``run_index`` and ``seed`` say which run each is). With
+    ``keep_data`` each Dataset also holds the training data ``X``, ``y`` (dims ``sample, dim``
+    when the runs share one data set, ``run, sample, dim`` otherwise), so no caller re-generates
+    it.
+    """
+    exps = [experiments] if isinstance(experiments, Experiment) else list(experiments)
+    refs = [RunRef(e, r) for e in exps for r in range(e.runs)]
+    owner = [k for k, e in enumerate(exps) for _ in range(e.runs)]
+    where = {id(ref): i for i, ref in enumerate(refs)}
+    parts: list[list[tuple[int, xr.Dataset]]] = [[] for _ in exps]
+    task = _keep_data_task if keep_data else train_batch
+    for batch, ds in execute(task, plan(refs, max_batch), label, show_progress, executor):
+        positions: dict[int, list[int]] = {}
+        for pos, ref in enumerate(batch.refs):
+            positions.setdefault(owner[where[id(ref)]], []).append(pos)
+        for k, pos in positions.items():
+            part = ds if len(pos) == ds.sizes["run"] else ds.isel(run=pos)
+            parts[k].append((batch.refs[pos[0]].index, part))
+    return [_assemble(sorted(p, key=lambda item: item[0])) for p in parts]
+
+
+def _assemble(parts: list[tuple[int, xr.Dataset]]) -> xr.Dataset:
+    """One experiment's runs from its batches (each a run-index-ordered block), run counted
+    from 0. Data shared by every run is kept once (dims ``sample, dim``)."""
+    dss = [ds for _, ds in parts]
+    if len(dss) == 1:
+        out = dss[0]
+    else:
+        shared = [v for v in ("X", "y") if v in dss[0] and "run" not in dss[0][v].dims]
+        out = xr.concat([d.drop_vars(shared) for d in dss], dim="run",
+                        data_vars="minimal", coords="minimal", compat="override",
+                        combine_attrs="override")
+        if shared:
+            out = out.merge(dss[0][shared])
+    return out.assign_coords(run=np.arange(out.sizes["run"]))
+
+
+Train = Callable[..., list[xr.Dataset]]
+"""What a reproduction's ``simulate`` gets: :func:`train` with the caller's progress and
+executor settings (``train(experiments, label=..., keep_data=..., max_batch=...)``)."""
+
+
+def trainer(show_progress: bool = True, executor: Executor | None = None) -> Train:
+    """:func:`train` bound to ``show_progress`` and ``executor``."""
+    return functools.partial(train, show_progress=show_progress, executor=executor)
