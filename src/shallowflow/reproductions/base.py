@@ -130,8 +130,20 @@ def resolve_params(rep: Reproduction, preset: str, overrides: list[str] | None =
 
 
 def _lookup(name: str) -> Reproduction:
+    """The reproduction ``name``: module ``reproductions/<paper>/<figure>.py`` for the name
+    ``<paper>-<figure>`` registers it; the whole catalogue is read only for the error message."""
+    import importlib
+
     from shallowflow.reproductions import catalogue
 
+    paper, _, figure = name.partition("-")
+    if name not in REGISTRY and paper.isidentifier() and figure.isidentifier():
+        try:
+            importlib.import_module(f"shallowflow.reproductions.{paper}.{figure}")
+        except ModuleNotFoundError:
+            pass
+    if name in REGISTRY:
+        return REGISTRY[name]
     reps = catalogue()
     if name not in reps:
         raise ConfigError(f"name: unknown reproduction {name!r}; allowed: {', '.join(reps)}")
