@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    ValidationError,
+    model_validator,
+)
 
 from shallowflow.probes import DEFAULT_PROBES, PROBES
 
@@ -23,6 +31,24 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
+
+
+def _float_array(value: Any) -> Any:
+    """An array given in memory (numpy array or nested lists from a file), as float64."""
+    import numpy as np
+
+    arr = np.array(value, dtype=float)
+    arr.setflags(write=False)
+    return arr
+
+
+def _as_list(value: Any) -> Any:
+    return value.tolist()
+
+
+FloatArray = Annotated[Any, BeforeValidator(_float_array), PlainSerializer(_as_list, when_used="json")]
+"""A float64 array held in a spec (in-memory data and initial networks); a file holds it as
+nested lists."""
 
 
 class ConfigError(ValueError):
@@ -145,9 +171,25 @@ class FileData(_DataBase):
         return self
 
 
+class ArrayData(_DataBase):
+    """Data given in memory: X (n, d) and y (n,) arrays (from Python; nested lists in a file).
+    The same set for every run; the run folder stores it like any other data."""
+
+    kind: Literal["arrays"]
+    X: FloatArray
+    y: FloatArray
+
+    @model_validator(mode="after")
+    def _valid(self) -> ArrayData:
+        from shallowflow.data.validate import validate_dataset
+
+        validate_dataset(self.X, self.y, source="data")
+        return self
+
+
 DataSpec = Annotated[
     SphereData | OrthogonalData | OrthonormalData | ThreePointData | StewartData | TwoPointData
-    | TeacherData | FileData,
+    | TeacherData | FileData | ArrayData,
     Field(discriminator="kind"),
 ]
 
@@ -219,16 +261,37 @@ class DominatedInit(_Scaled):
 
 
 class GivenInit(_Scaled):
-    """A network read from ``path`` (.npz with arrays ``a`` (p,) and ``W`` (p, d)), multiplied by
-    the scale: to start from chosen directions and signs (e.g. the MATH.md §3.6 hand vector)."""
+    """A given network, multiplied by the scale (1 unless ``scale`` or ``log_scale`` is given):
+    read from ``path`` (.npz with arrays ``a`` (p,) and ``W`` (p, d)) or given in memory as
+    arrays ``a`` and ``W``; to start from chosen directions and signs (e.g. the MATH.md §3.6
+    hand vector)."""
 
     scheme: Literal["given"]
-    path: str
+    path: str | None = None
+    a: FloatArray | None = None
+    W: FloatArray | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_scale(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("scale") is None and data.get("log_scale") is None:
+            data = {**data, "scale": 1.0}
+        return data
 
     @model_validator(mode="after")
     def _readable(self) -> GivenInit:
-        load_given(self.path)
+        if (self.path is None) == (self.a is None and self.W is None):
+            raise ValueError("path/a/W: give either init.path or the arrays init.a and init.W")
+        self.network()
         return self
+
+    def network(self) -> tuple[Any, Any]:
+        """(a, W) of the given network, validated: finite, a (p,), W (p, d)."""
+        if self.path is not None:
+            return load_given(self.path)
+        if self.a is None or self.W is None:
+            raise ValueError("a/W: give both init.a and init.W")
+        return check_given(self.a, self.W, "init.a/init.W")
 
 
 def load_given(path: str) -> tuple[Any, Any]:
@@ -242,10 +305,17 @@ def load_given(path: str) -> tuple[Any, Any]:
         if not {"a", "W"} <= set(z.files):
             raise ValueError(f"init.path: {file.name} must hold arrays 'a' and 'W', has {z.files}")
         a, W = np.asarray(z["a"], float), np.asarray(z["W"], float)
+    return check_given(a, W, f"init.path ({file.name})")
+
+
+def check_given(a: Any, W: Any, source: str) -> tuple[Any, Any]:
+    """(a, W) validated: finite, a (p,), W (p, d)."""
+    import numpy as np
+
     if a.ndim != 1 or W.ndim != 2 or W.shape[0] != a.shape[0]:
-        raise ValueError(f"init.path: need a (p,) and W (p, d), got {a.shape} and {W.shape}")
+        raise ValueError(f"{source}: need a (p,) and W (p, d), got {a.shape} and {W.shape}")
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(W))):
-        raise ValueError(f"init.path: {file.name} holds non-finite values")
+        raise ValueError(f"{source}: holds non-finite values")
     return a, W
 
 
@@ -370,7 +440,7 @@ class Experiment(_Strict):
             raise ValueError("train.balance: 'tied' needs init.scheme 'balanced' and the "
                              "lognorm engine")
         if isinstance(self.init, GivenInit):
-            _, W = load_given(self.init.path)
+            _, W = self.init.network()
             if W.shape != (self.model.width, self.input_dim):
                 raise ValueError(
                     f"init.path: W has shape {W.shape}, the model needs (width, d) = "
@@ -442,6 +512,8 @@ def n_samples(data: Any) -> int:
     fixed = {"three_point": 3, "two_point": 2}
     if data.kind in fixed:
         return fixed[data.kind]
+    if data.kind == "arrays":
+        return data.X.shape[0]
     if data.kind == "file":
         from shallowflow.data.files import load_file
 
@@ -454,6 +526,8 @@ def input_dim(data: Any) -> int:
     fixed = {"three_point": 1, "stewart": 1, "two_point": 2}
     if data.kind in fixed:
         return fixed[data.kind]
+    if data.kind == "arrays":
+        return data.X.shape[1]
     if data.kind == "file":
         from shallowflow.data.files import load_file
 

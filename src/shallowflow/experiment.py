@@ -130,6 +130,8 @@ def generate(spec: Any, key: jax.Array) -> tuple[jax.Array, jax.Array]:
     if kind == "file":
         X, y = datagen.load_file(spec.path)
         return jnp.asarray(X, jnp.float64), jnp.asarray(y, jnp.float64)
+    if kind == "arrays":
+        return jnp.asarray(spec.X, jnp.float64), jnp.asarray(spec.y, jnp.float64)
     raise ConfigError(f"data.kind: unknown {kind!r}")
 
 
@@ -168,7 +170,7 @@ def _datasets(refs: Sequence[RunRef]) -> tuple[np.ndarray, np.ndarray]:
         X, y = generate(spec, k)
         return (add_bias_column(X) if bias else X), y
 
-    if spec.kind == "file":  # read from disk (not traceable); the same set for every run
+    if spec.kind in ("file", "arrays"):  # given data (not generated): the same set for every run
         X, y = (np.asarray(v) for v in one(_data_key(refs[0])))
         return (np.broadcast_to(X, (len(refs), *X.shape)),
                 np.broadcast_to(y, (len(refs), *y.shape)))
@@ -193,9 +195,7 @@ def init_network(exp: Experiment, key: jax.Array, X: jax.Array, y: jax.Array) ->
     if spec.scheme == "group":
         return inits.group(key, X, y, p, spec.scale, spec.direction)
     if spec.scheme == "given":
-        from shallowflow.config import load_given
-
-        a, W = load_given(spec.path)
+        a, W = spec.network()
         return Network(jnp.asarray(a), jnp.asarray(W))
     if spec.scheme == "pytorch":
         return inits.pytorch(key, p, d)
@@ -263,7 +263,8 @@ def prepare_batch(refs: Sequence[RunRef]) -> BatchInputs:
     axis = None if shared else 0
     init_key = (f"init {first.init.model_dump_json()} {first.model.model_dump_json()} "
                 f"shared={shared}")
-    if first.init.scheme == "given":  # read when traced: a rewritten file must be read again
+    if first.init.scheme == "given" and first.init.path is not None:
+        # read when traced: a rewritten file must be read again
         init_key += f" mtime={os.stat(first.init.path).st_mtime_ns}"
     net0 = _quick_jit(init_key, lambda: jax.vmap(lambda k, Xr, yr: init_network(first, k, Xr, yr),
                                                  in_axes=(0, axis, axis)))(init_keys, Xj, yj)
