@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/shallowflow demo --out runs/demo
+	$(BIN)/shallowflow demo --out runs/demo --overwrite
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests bench

@@ -1,10 +1,13 @@
-"""Shared test setup: importing shallowflow first switches JAX to float64."""
+"""Shared test setup: JAX in float64 before any test builds an array (importing shallowflow
+changes no global state; the entry points and this file switch float64 on explicitly)."""
 
 import json
 import re
 
-import shallowflow  # noqa: F401  (enables jax_enable_x64 before any array is built)
+import shallowflow
 from shallowflow.reproductions.claims import VERDICTS
+
+shallowflow.enable_float64()
 
 
 def check_reproduction_folder(folder, ids=None):

@@ -16,9 +16,15 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 @app.callback()
 def _main() -> None:
     """Simulate, measure and predict how one-hidden-layer ReLU networks learn."""
+    import matplotlib
+
+    from shallowflow import enable_float64
+
     # SIGTERM (kill, a batch scheduler) unwinds like Ctrl-C, so temporary output folders are
     # removed and nothing half-written is left behind
     signal.signal(signal.SIGTERM, _terminate)
+    enable_float64()  # float64 is the default precision of every run
+    matplotlib.use("Agg")  # figures are written to files; no display needed
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -106,20 +112,31 @@ def reproduce(
                                                           "reproduction with 'all')")],
     preset: Annotated[str, typer.Option(help="quick (minutes on 2 cores) or paper (paper sizes)")]
     = "quick",
+    from_: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--from", help="a saved reproduction folder: judge and draw it again, no training")]
+    = None,
     set_: SetOption = None,
     overwrite: Annotated[bool, typer.Option(help="replace an existing folder")] = False,
     quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
 ) -> None:
-    """Run a paper experiment: figures, claims.json (verdict per claim) and report.md."""
+    """Run a paper experiment: figures, claims.json (verdict per claim) and report.md; with
+    --from, re-judge and redraw a saved one in seconds."""
     try:
-        from shallowflow.reproductions import catalogue, run_reproduction
+        from shallowflow.reproductions import catalogue, rejudge, run_reproduction
 
+        if from_ is not None and (name == "all" or set_):
+            raise ValueError("--from: re-judges one saved reproduction as it was run; give one "
+                             "NAME and no --set")
         names = list(catalogue()) if name == "all" else [name]
         for item in names:
             folder = out / item if name == "all" else out
-            console.print(f"[bold]{item}[/] (preset {preset})", highlight=False)
-            _, claims = run_reproduction(item, folder, preset, set_ or [], overwrite=overwrite,
-                                         show_progress=not quiet)
+            if from_ is not None:
+                console.print(f"[bold]{item}[/] (re-judged from {from_})", highlight=False)
+                _, claims = rejudge(item, from_, folder, overwrite=overwrite)
+            else:
+                console.print(f"[bold]{item}[/] (preset {preset})", highlight=False)
+                _, claims = run_reproduction(item, folder, preset, set_ or [],
+                                             overwrite=overwrite, show_progress=not quiet)
             for c in claims:
                 console.print(f"  {c.verdict:15s} {c.id}: measured {c.measured}", highlight=False)
             console.print(f"  report: {folder / 'report.md'}", highlight=False)
@@ -153,12 +170,17 @@ def plot(
 @app.command()
 def demo(
     out: Annotated[Path, typer.Option("--out", "-o")] = Path("runs/demo"),
+    overwrite: Annotated[bool, typer.Option(help="replace an existing folder")] = False,
     quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
 ) -> None:
     """The main demo: local PL curvature on orthogonal data, from order 1/n to 1/sqrt(n)."""
-    from shallowflow.demo import run_demo
+    try:
+        from shallowflow.demo import run_demo
 
-    summary = run_demo(out, show_progress=not quiet)
+        summary = run_demo(out, overwrite=overwrite, show_progress=not quiet)
+    except _user_errors() as err:
+        _fail(err)
+        return
     console.print(summary, highlight=False)
     console.print(f"Figure and data in {out}/", highlight=False)
 

@@ -8,9 +8,10 @@ from pathlib import Path
 import xarray as xr
 
 from shallowflow.config import Experiment, dump_toml
-from shallowflow.experiment import RunRef, batch_data, prepare_batch, run_batch
-from shallowflow.progress import step_progress
 from shallowflow.store import atomic_dir, check_output_dir, provenance, write_run
+from shallowflow.training import train
+
+DATA_VARS = ("X", "y")
 
 
 def run_experiment(exp: Experiment, out: str | Path, overwrite: bool = False,
@@ -21,12 +22,9 @@ def run_experiment(exp: Experiment, out: str | Path, overwrite: bool = False,
     ``overwrite``, untouched).
     """
     check_output_dir(out, overwrite)
-    refs = [RunRef(exp, int(i)) for i in (range(exp.runs) if runs is None else runs)]
-    batch = prepare_batch(refs)  # builds and validates the data before training
-    with step_progress(f"{exp.name}: {exp.runs} run(s)", show_progress) as update:
-        ds = run_batch(batch, progress=update)
-    seeds = sorted({exp.seed})
+    (ds,) = train(exp, label=exp.name, show_progress=show_progress, keep_data=True, runs=runs)
+    data, ds = ds[list(DATA_VARS)], ds.drop_vars(DATA_VARS)
     with atomic_dir(out, overwrite) as folder:
-        write_run(folder, ds, batch_data(batch), dump_toml(exp.model_dump(mode="json")),
-                  provenance(seeds=seeds, runs=int(ds.sizes["run"])))
+        write_run(folder, ds, data, dump_toml(exp.model_dump(mode="json")),
+                  provenance(seeds=[exp.seed], runs=int(ds.sizes["run"])))
     return ds

@@ -18,18 +18,19 @@ killed at any moment and resumed yields exactly the results of an uninterrupted 
 
 from __future__ import annotations
 
-import hashlib
+import functools
 import itertools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
+from shallowflow import training
 from shallowflow.config import (
     ConfigError,
     Experiment,
@@ -38,9 +39,10 @@ from shallowflow.config import (
     experiment_from_mapping,
     read_mapping,
 )
-from shallowflow.experiment import RunRef, simulate_refs, static_signature
-from shallowflow.progress import make_progress
+from shallowflow.executors import StepCallback, make_executor
+from shallowflow.experiment import RunRef
 from shallowflow.store import atomic_file, provenance, read_netcdf, write_netcdf, write_text
+from shallowflow.training import Batch
 
 
 @dataclass(frozen=True)
@@ -58,14 +60,6 @@ class Sweep:
     points: list[Point]
     max_batch: int
     grid: dict[str, list[Any]]
-
-
-@dataclass(frozen=True)
-class Batch:
-    """Runs sharing one compiled loop: (point id, run ref) pairs and a deterministic id."""
-
-    id: str
-    members: list[tuple[int, RunRef]]
 
 
 def _set_path(mapping: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
@@ -120,30 +114,20 @@ def load_sweep(path: str | Path, overrides: list[str] | None = None) -> Sweep:
 
 
 def plan(sweep: Sweep) -> list[Batch]:
-    """Group all runs by static signature and cut groups into batches of <= max_batch runs."""
-    groups: dict[str, list[tuple[int, RunRef]]] = {}
-    for pt in sweep.points:
-        sig = static_signature(pt.experiment)
-        groups.setdefault(sig, []).extend(
-            (pt.id, RunRef(pt.experiment, r)) for r in range(pt.experiment.runs))
-    batches = []
-    for g, members in enumerate(groups.values()):
-        for start in range(0, len(members), sweep.max_batch):
-            chunk = members[start : start + sweep.max_batch]
-            ident = json.dumps([(p, r.experiment.model_dump(mode="json"), r.index)
-                                for p, r in chunk], sort_keys=True)
-            digest = hashlib.sha1(ident.encode()).hexdigest()[:10]
-            batches.append(Batch(f"g{g:03d}-{start // sweep.max_batch:04d}-{digest}", chunk))
-    return batches
+    """All runs of the sweep grouped into batches (:func:`shallowflow.training.plan`), each
+    run tagged with its grid point so batch ids are unique to the sweep."""
+    members = [(pt.id, RunRef(pt.experiment, r)) for pt in sweep.points
+               for r in range(pt.experiment.runs)]
+    return training.plan([r for _, r in members], sweep.max_batch, [p for p, _ in members])
 
 
-def run_batch(batch: Batch, path: str | Path,
-              progress: Callable[[int, int], None] | None = None) -> str:
-    """Train one batch and write it atomically to ``path``; returns the batch id."""
-    ds = simulate_refs([r for _, r in batch.members], progress)
-    ds = ds.assign_coords(point=("run", np.array([p for p, _ in batch.members])))
+def write_batch(out: Path, batch: Batch, progress: StepCallback | None = None) -> str:
+    """Train one batch and write it atomically to ``out/batches/<id>.nc`` with each run's grid
+    point (the batch's tags); returns the batch id."""
+    ds = training.train_batch(batch, progress)
+    ds = ds.assign_coords(point=("run", np.array(batch.tags, dtype=np.int64)))
     ds.attrs["batch"] = batch.id
-    write_netcdf(ds, path)
+    write_netcdf(ds, out / "batches" / f"{batch.id}.nc")
     return batch.id
 
 
@@ -158,7 +142,7 @@ def _plan_record(sweep: Sweep, batches: list[Batch]) -> dict[str, Any]:
 
 
 def run_sweep(sweep: Sweep, out: str | Path, resume: bool = False,
-              executor: Literal["local", "dask"] = "local", address: str | None = None,
+              executor: str = "local", address: str | None = None,
               show_progress: bool = True,
               after_batch: Callable[[str], None] | None = None) -> pd.DataFrame:
     """Run (or resume) ``sweep`` into ``out``; returns the per-run summary table.
@@ -166,6 +150,7 @@ def run_sweep(sweep: Sweep, out: str | Path, resume: bool = False,
     ``after_batch(batch_id)`` is called after each batch is written (used by tests to interrupt).
     """
     out = Path(out)
+    runner = make_executor(executor, address)  # an unknown executor is refused before any work
     batches = plan(sweep)
     record = _plan_record(sweep, batches)
     plan_file = out / "plan.json"
@@ -187,52 +172,13 @@ def run_sweep(sweep: Sweep, out: str | Path, resume: bool = False,
                               indent=2, default=str) + "\n")
     (out / "batches").mkdir(exist_ok=True)
     pending = [b for b in batches if not (out / "batches" / f"{b.id}.nc").is_file()]
-    total_runs = sum(len(b.members) for b in batches)
-    done_runs = total_runs - sum(len(b.members) for b in pending)
-    with make_progress(show_progress) as bar:
-        task = bar.add_task(f"{sweep.name}: runs", total=total_runs, completed=done_runs)
-        if executor == "local":
-            for b in pending:
-                inner = bar.add_task(f"  batch {b.id} ({len(b.members)} runs)", total=None)
-                run_batch(b, out / "batches" / f"{b.id}.nc",
-                          lambda d, t, inner=inner: bar.update(inner, completed=d, total=t))
-                bar.remove_task(inner)
-                bar.advance(task, len(b.members))
-                if after_batch is not None:
-                    after_batch(b.id)
-        elif executor == "dask":
-            _run_dask(pending, out, address, lambda b: (bar.advance(task, len(b.members)),
-                                                        after_batch and after_batch(b.id)))
-        else:
-            raise ConfigError(f"executor: must be 'local' or 'dask', got {executor!r}")
-    summary = summarise(out)
-    return summary
-
-
-def _run_dask(pending: list[Batch], out: Path, address: str | None,
-              on_done: Callable[[Batch], Any]) -> None:
-    """Run batches on a dask.distributed cluster (``address``) or a local one."""
-    try:
-        from dask.distributed import Client, LocalCluster, as_completed
-    except ImportError as err:  # pragma: no cover
-        raise ConfigError("executor: 'dask' needs `pip install shallowflow[dask]`") from err
-    cluster = None
-    if address is None:
-        cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                               dashboard_address=None)
-        client = Client(cluster)
-    else:
-        client = Client(address)
-    try:
-        futures = {client.submit(run_batch, b, out / "batches" / f"{b.id}.nc", pure=False): b
-                   for b in pending}
-        for fut in as_completed(futures):
-            fut.result()
-            on_done(futures[fut])
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+    done_runs = sum(b.size for b in batches) - sum(b.size for b in pending)
+    task = functools.partial(write_batch, out)
+    for batch, _ in training.execute(task, pending, sweep.name, show_progress,
+                                     runner, done_runs):
+        if after_batch is not None:
+            after_batch(batch.id)
+    return summarise(out)
 
 
 def load_batches(out: str | Path) -> list[xr.Dataset]:

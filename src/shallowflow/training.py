@@ -45,6 +45,7 @@ class Batch:
 
     id: str
     refs: tuple[RunRef, ...]
+    tags: tuple[object, ...] = ()  # one per run when the planner was given tags (sweep points)
 
     @property
     def size(self) -> int:
@@ -70,7 +71,7 @@ def plan(refs: Sequence[RunRef], max_batch: int = 4096,
                                  refs[i].index) for i in chunk], sort_keys=True, default=str)
             digest = hashlib.sha1(ident.encode()).hexdigest()[:10]
             batches.append(Batch(f"g{g:03d}-{start // max_batch:04d}-{digest}",
-                                 tuple(refs[i] for i in chunk)))
+                                 tuple(refs[i] for i in chunk), tuple(tags[i] for i in chunk)))
     return batches
 
 
@@ -107,18 +108,20 @@ def _keep_data_task(batch: Batch, progress: StepCallback | None) -> xr.Dataset:
 
 def train(experiments: Experiment | Sequence[Experiment], *, label: str = "",
           show_progress: bool = True, executor: Executor | None = None,
-          max_batch: int = 4096, keep_data: bool = False) -> list[xr.Dataset]:
+          max_batch: int = 4096, keep_data: bool = False,
+          runs: Sequence[int] | None = None) -> list[xr.Dataset]:
     """Train every run of ``experiments`` in as few compiled batches as their signatures allow.
 
     Returns one Dataset per experiment, in order, holding its runs in run-index order (the
     ``run`` coordinate counts from 0; ``run_index`` and ``seed`` say which run each is). With
     ``keep_data`` each Dataset also holds the training data ``X``, ``y`` (dims ``sample, dim``
     when the runs share one data set, ``run, sample, dim`` otherwise), so no caller re-generates
-    it.
+    it. ``runs``: train only these run indices of every experiment (default: all).
     """
     exps = [experiments] if isinstance(experiments, Experiment) else list(experiments)
-    refs = [RunRef(e, r) for e in exps for r in range(e.runs)]
-    owner = [k for k, e in enumerate(exps) for _ in range(e.runs)]
+    chosen = [range(e.runs) if runs is None else [int(r) for r in runs] for e in exps]
+    refs = [RunRef(e, r) for e, rs in zip(exps, chosen, strict=True) for r in rs]
+    owner = [k for k, rs in enumerate(chosen) for _ in rs]
     where = {id(ref): i for i, ref in enumerate(refs)}
     parts: list[list[tuple[int, xr.Dataset]]] = [[] for _ in exps]
     task = _keep_data_task if keep_data else train_batch
@@ -156,3 +159,10 @@ executor settings (``train(experiments, label=..., keep_data=..., max_batch=...)
 def trainer(show_progress: bool = True, executor: Executor | None = None) -> Train:
     """:func:`train` bound to ``show_progress`` and ``executor``."""
     return functools.partial(train, show_progress=show_progress, executor=executor)
+
+
+def simulate(exp: Experiment, runs: Sequence[int] | None = None,
+             show_progress: bool = False) -> xr.Dataset:
+    """The Dataset of the runs of ``exp`` (all, or the given run indices): :func:`train` for
+    one experiment, the library's shortest path from a spec to results."""
+    return train(exp, runs=runs, show_progress=show_progress)[0]

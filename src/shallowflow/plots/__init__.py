@@ -1,4 +1,4 @@
-"""Figure helpers (matplotlib, Agg backend by default for headless use)."""
+"""Figure helpers (matplotlib; the backend is the caller's choice, the CLI picks Agg)."""
 
 from shallowflow.plots.curves import plot_probes
 

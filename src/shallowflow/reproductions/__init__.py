@@ -1,7 +1,8 @@
 """Reproductions of the papers' experiments: ``shallowflow reproduce NAME --preset quick|paper``.
 
 One subpackage per paper (``dana``, ``town``), one module per figure; each registers a
-:class:`~shallowflow.reproductions.base.Reproduction`. See :mod:`.base` for the folder layout.
+:class:`~shallowflow.reproductions.base.Reproduction` (simulate, judge, draw, protocol). See
+:mod:`.base` for the folder layout and docs/architecture.md for how to add one.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from shallowflow.reproductions.base import REGISTRY, Reproduction, run_reproduction
+from shallowflow.reproductions.base import REGISTRY, Reproduction, rejudge, run_reproduction
 from shallowflow.reproductions.claims import Claim
 
 PAPER_PACKAGES = ("shallowflow.reproductions.dana", "shallowflow.reproductions.town")
@@ -25,4 +26,4 @@ def catalogue() -> dict[str, Reproduction]:
     return dict(sorted(REGISTRY.items()))
 
 
-__all__ = ["Claim", "Reproduction", "catalogue", "run_reproduction"]
+__all__ = ["Claim", "Reproduction", "catalogue", "rejudge", "run_reproduction"]

@@ -32,6 +32,7 @@ from typing import Any
 import xarray as xr
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from shallowflow import enable_float64
 from shallowflow.config import ConfigError, format_validation_error, parse_value
 from shallowflow.executors import Executor
 from shallowflow.reproductions import report
@@ -184,6 +185,7 @@ def run_reproduction(name: str, out: str | Path, preset: str = "quick",
     rep = _lookup(name)
     params = resolve_params(rep, preset, overrides)
     check_output_dir(out, overwrite)
+    enable_float64()
     start = time.perf_counter()
     with atomic_dir(out, overwrite) as folder:
         write_netcdf(rep.simulate(params, trainer(show_progress, executor)), folder / RESULTS)
