@@ -1,4 +1,4 @@
-"""The command line: ``shallowflow run | sweep | reproduce | plot | demo | list``."""
+"""The command line: ``shallowflow run | sweep | reproduce | plot | demo | list | bench``."""
 
 from __future__ import annotations
 
@@ -187,20 +187,18 @@ def demo(
 
 @app.command(name="list")
 def list_() -> None:
-    """List data generators, initialisations, losses, probes and example configs."""
-    from typing import get_args
+    """List data kinds, initialisation schemes, losses, probes and example configs."""
+    import inspect
 
-    from shallowflow.config import DataSpec, InitSpec
+    from shallowflow.config import DATA_KINDS, INIT_SCHEMES
     from shallowflow.losses import LOSS_NAMES
     from shallowflow.probes import PROBES
 
-    def tags(spec) -> list[str]:
-        union = get_args(spec)[0]
-        return [get_args(m.model_fields[k].annotation)[0] for m in get_args(union)
-                for k in ("kind", "scheme") if k in m.model_fields]
-
-    console.print("[bold]data kinds:[/] " + ", ".join(tags(DataSpec)))
-    console.print("[bold]init schemes:[/] " + ", ".join(tags(InitSpec)))
+    for title, registry in (("data kinds", DATA_KINDS), ("init schemes", INIT_SCHEMES)):
+        console.print(f"[bold]{title}:[/]")
+        for name, spec in registry.items():
+            doc = (inspect.getdoc(spec) or "").split("\n")[0]
+            console.print(f"  {name:14s} {doc}", highlight=False)
     console.print("[bold]losses:[/] " + ", ".join(LOSS_NAMES))
     console.print("[bold]probes:[/]")
     for p in PROBES.values():
@@ -214,6 +212,28 @@ def list_() -> None:
     if examples.is_dir():
         console.print("[bold]examples:[/] " + ", ".join(sorted(f.name for f in
                                                               examples.glob("*.toml"))))
+
+
+@app.command(name="bench")
+def bench_(
+    names: Annotated[Optional[list[str]],  # noqa: UP045
+                     typer.Argument(help="benchmarks to run (default: the whole suite)")] = None,
+    list_only: Annotated[bool, typer.Option("--list", help="list the benchmarks")] = False,
+    out: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--out", "-o", help="folder for the raw JSON (default ./bench-results)")] = None,
+    max_wait: Annotated[float, typer.Option(
+        help="seconds to wait before each benchmark for a quiet machine")] = 120.0,
+    quick: Annotated[bool, typer.Option(
+        help="small sizes (seconds); numbers not comparable with the full sizes")] = False,
+) -> None:
+    """Measure this machine: run the benchmark suite (or NAMES) and print the tables with their
+    ratios against numpy's large-GEMM rate and the plain PyTorch loop."""
+    try:
+        from shallowflow.benchmarks.command import bench
+
+        bench(names, list_only, out, max_wait, quick, echo=typer.echo)
+    except ValueError as err:
+        _fail(err)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -3,7 +3,7 @@ points are fitted, how much a loss rises between records.
 
 Every function takes recorded arrays with time on the last axis (``values (..., T)``) and works
 on any leading shape (runs, neurons, ...), so a reproduction measures a whole batch in one call.
-The definitions are in docs/math.md §6 (measurement conventions).
+The definitions are in docs/math.md §8 (measurement conventions).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def first_crossing(values: np.ndarray, t: np.ndarray, levels: np.ndarray, *,
 
 def crossing_times(loss: np.ndarray, t: np.ndarray, plateaus: np.ndarray) -> np.ndarray:
     """Jump times between consecutive plateaus (L_{k-1}, L_k): the first crossing of their
-    midpoint (docs/math.md §6). loss, t (..., T); plateaus (K+1,); returns (..., K)."""
+    midpoint (docs/math.md §8.3). loss, t (..., T); plateaus (K+1,); returns (..., K)."""
     plateaus = np.asarray(plateaus, float)
     return first_crossing(loss, t, 0.5 * (plateaus[:-1] + plateaus[1:]))
 

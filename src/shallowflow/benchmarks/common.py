@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import datetime as _dt
 import json
 import os
@@ -13,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-BENCH_DIR = Path(__file__).resolve().parent
+DEFAULT_OUT = Path("bench-results")
+"""Where raw numbers go by default: a folder of the current directory (never the package)."""
 
 
 def cpu_count() -> int:
@@ -58,6 +60,11 @@ def _busy_cpu_seconds() -> float | None:
     return busy / os.sysconf("SC_CLK_TCK")
 
 
+def _own_cpu_seconds() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 class ForeignLoad:
     """Context manager measuring how busy *other* processes kept the CPUs meanwhile:
     (busy CPU seconds of the whole machine - this process's CPU seconds) / wall seconds, i.e.
@@ -85,15 +92,12 @@ def foreign_load_line(value: float | None) -> str:
             "(0 = the benchmark had the machine to itself).")
 
 
-def _own_cpu_seconds() -> float:
-    t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
-
-
 def machine_info() -> dict[str, Any]:
-    """Machine and library versions, for the result files."""
+    """Machine and library versions, for the result files (``device``: the kind of JAX's first
+    device, e.g. the GPU model, where the backend is not the CPU)."""
     import jax
 
+    backend = jax.default_backend()
     info: dict[str, Any] = {
         "platform": platform.platform(),
         "machine": platform.machine(),
@@ -102,7 +106,8 @@ def machine_info() -> dict[str, Any]:
         "python": platform.python_version(),
         "numpy": np.__version__,
         "jax": jax.__version__,
-        "jax_backend": jax.default_backend(),
+        "jax_backend": backend,
+        "device": None if backend == "cpu" else jax.devices()[0].device_kind,
         "load_average": load_average(),
         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     }
@@ -113,6 +118,16 @@ def machine_info() -> dict[str, Any]:
     except ImportError:
         info["torch"] = None
     return info
+
+
+def machine_line(info: dict[str, Any]) -> str:
+    """One-line machine description for tables."""
+    backend = info["jax_backend"] + (f": {info['device']}" if info.get("device") else "")
+    return (
+        f"{info['cpu']}, {info['cpu_count']} cores, {info['platform']}; python {info['python']}, "
+        f"numpy {info['numpy']}, jax {info['jax']} ({backend})"
+        + (f", torch {info['torch']}" if info.get("torch") else "")
+    )
 
 
 def best_time(fn: Callable[[], Any], repeats: int = 3, warmup: bool = True) -> tuple[float, Any]:
@@ -156,14 +171,19 @@ def matmul_roofline(
     }
 
 
-def write_json(name: str, payload: dict[str, Any]) -> Path:
-    """Write ``payload`` to bench/out/<name>.json (created if needed; git-ignored) and return the
+def write_json(out: Path, name: str, payload: dict[str, Any]) -> Path:
+    """Write ``payload`` to ``out/<name>.json`` (the folder is created if needed) and return the
     path."""
-    out_dir = BENCH_DIR / "out"
-    out_dir.mkdir(exist_ok=True)
-    path = out_dir / f"{name}.json"
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{name}.json"
     path.write_text(json.dumps(payload, indent=2, default=_jsonable) + "\n")
     return path
+
+
+def read_json(out: Path, name: str) -> dict[str, Any] | None:
+    """The raw numbers :func:`write_json` wrote to ``out/<name>.json``, None if there are none."""
+    path = out / f"{name}.json"
+    return json.loads(path.read_text()) if path.is_file() else None
 
 
 def _jsonable(obj: Any) -> Any:
@@ -174,10 +194,15 @@ def _jsonable(obj: Any) -> Any:
     return str(obj)
 
 
-def machine_line(info: dict[str, Any]) -> str:
-    """One-line machine description for tables."""
-    return (
-        f"{info['cpu']}, {info['cpu_count']} cores, {info['platform']}; python {info['python']}, "
-        f"numpy {info['numpy']}, jax {info['jax']} ({info['jax_backend']})"
-        + (f", torch {info['torch']}" if info.get("torch") else "")
-    )
+def out_argument(ap: argparse.ArgumentParser, out: Path | None) -> None:
+    """Add ``--out`` (where the raw JSON goes; default ``out``, else ./bench-results) to ``ap``."""
+    default = out if out is not None else DEFAULT_OUT
+    ap.add_argument("--out", type=Path, default=default,
+                    help=f"folder for the raw numbers (default {default})")
+
+
+def finish(name: str, result: dict[str, Any], table: Callable[[dict[str, Any]], str],
+           out: Path) -> None:
+    """What a benchmark run alone does at the end: print its table, write its raw numbers."""
+    print(table(result))
+    print(f"wrote {write_json(out, name, result)}")

@@ -1,0 +1,193 @@
+"""DPB Figure 3 protocol (d = 100, p = p(n, 0.05), 25 runs per n, per-run data): wall time,
+useful GFLOP/s against numpy's batched-matmul rate on the same shapes, and the saving of
+re-batching (runs that reached the loss threshold leave the compiled batch).
+
+Useful flops: 4 n d p per run and GD step actually needed (a run stops at L < 1/(2n) or at
+t_inf, docs/math.md §1.3), summed over runs; useful GFLOP/s = that / wall time, and its ratio to
+numpy's GFLOP/s on the per-run GEMM pair is the fraction of the roofline. Without re-batching a
+stopped run is still computed (frozen) until every run of its batch has stopped. Each mode runs in
+a fresh process, so both include their compilations (re-batching compiles each smaller batch size
+once). The default grid is the part of the paper preset's grid around the transition this
+simulation finds (n = 1700..2100, where runs stop at very different times); ``--paper`` runs the
+paper preset's whole Gaussian grid (n = 1500..3500 step 50: extension plus the paper's grid).
+
+    shallowflow bench dana_fig3   or   python -m shallowflow.benchmarks.dana_fig3 [--paper] [--runs 25]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import inspect
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from shallowflow.benchmarks.common import (
+    ForeignLoad,
+    best_time,
+    finish,
+    foreign_load_line,
+    machine_info,
+    out_argument,
+)
+
+D, SEED = 100, 0
+SUBSET = (1700, 1800, 1900, 2000, 2100)
+PAPER_GRID = tuple(range(1500, 3501, 50))
+QUICK = {"ns": (100, 150), "runs": 4}
+"""Keyword arguments of :func:`bench` for a quick run (seconds; not comparable numbers)."""
+
+
+def batched_roofline(R: int, n: int, d: int, p: int, repeats: int = 3) -> float:
+    """numpy GFLOP/s of the per-run GEMM pair Z_r = X_r W_r^T, M_r = G_r^T X_r (4 n d p R flops)."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((R, n, d))
+    W = rng.standard_normal((R, p, d))
+    G = rng.standard_normal((R, n, p))
+    t_f, _ = best_time(lambda: np.matmul(X, W.transpose(0, 2, 1)), repeats)
+    t_b, _ = best_time(lambda: np.matmul(G.transpose(0, 2, 1), X), repeats)
+    return 4.0 * R * n * d * p / (t_f + t_b) / 1e9
+
+
+@contextlib.contextmanager
+def _default(fn: Callable[..., Any], name: str, value: Any) -> Iterator[None]:
+    """Temporarily change the default of ``fn``'s parameter ``name`` (every caller that leaves
+    it out, wherever it imported ``fn`` from, gets ``value``)."""
+    params = inspect.signature(fn).parameters
+    if name not in params:
+        raise RuntimeError(f"{fn.__qualname__} has no parameter {name!r}")
+    if params[name].kind is inspect.Parameter.KEYWORD_ONLY:
+        old_kw = dict(fn.__kwdefaults__)
+        fn.__kwdefaults__ = {**old_kw, name: value}
+        try:
+            yield
+        finally:
+            fn.__kwdefaults__ = old_kw
+        return
+    with_default = [p for p in params.values() if p.default is not p.empty
+                    and p.kind is not inspect.Parameter.KEYWORD_ONLY]
+    old = fn.__defaults__
+    defaults = list(old)
+    defaults[[p.name for p in with_default].index(name)] = value
+    fn.__defaults__ = tuple(defaults)
+    try:
+        yield
+    finally:
+        fn.__defaults__ = old
+
+
+def run_grid(ns: Sequence[int], runs: int, rebatch: bool) -> dict[str, Any]:
+    """Train the protocol's runs at every n (one batch per n, as the reproduction does) with
+    re-batching on or off; per n the wall time, mean steps run and useful GFLOP."""
+    from shallowflow.dynamics import simulate
+    from shallowflow.reproductions.dana.convergence import convergence_experiment
+    from shallowflow.training import train
+
+    with _default(simulate, "rebatch", rebatch):
+        rows, t0 = [], time.perf_counter()
+        for k, n in enumerate(ns):
+            exp = convergence_experiment(n, D, None, runs, SEED + 1000 * k)
+            t = time.perf_counter()
+            ds = train(exp, show_progress=False, keep_data=True)[0]
+            wall = time.perf_counter() - t
+            p = exp.model.width
+            # lr = 1: flow time = steps; a run that did not stop ran the whole budget
+            steps = np.where(ds.stopped.values, ds.stop_step.values, int(ds.step[-1]))
+            # the paper text's rule (dana.convergence): smallest recorded loss < C_y^- / (2n)
+            text = np.nanmin(ds.loss.values, axis=1) < np.abs(ds.y.values).min(axis=-1) / (2 * n)
+            rows.append({"n": n, "p": p, "wall_s": wall, "budget": exp.train.duration,
+                         "mean_steps": float(steps.mean()),
+                         "useful_gflop": float(4.0 * n * D * p * steps.sum() / 1e9),
+                         "converged": float(text.mean())})
+        total = time.perf_counter() - t0
+    flop = sum(r["useful_gflop"] for r in rows)
+    return {"rows": rows, "wall_s": total, "useful_gflop": flop, "gflops": flop / total}
+
+
+def _fresh_process(ns: Sequence[int], runs: int, rebatch: bool) -> dict[str, Any]:
+    """run_grid in a new Python process (its own, empty compilation cache)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "grid.json"
+        subprocess.run([sys.executable, "-m", "shallowflow.benchmarks.dana_fig3", "--grid",
+                        ",".join(map(str, ns)), "--runs", str(runs), "--mode",
+                        "on" if rebatch else "off", "--json", str(out)], check=True)
+        return json.loads(out.read_text())
+
+
+def bench(paper: bool = False, runs: int = 25, ns: Sequence[int] | None = None) -> dict[str, Any]:
+    """Both modes, each in a fresh process, and numpy's rate on the middle n's shapes; saving =
+    wall time without / with re-batching. ``ns``: the grid (default: SUBSET, or the paper
+    preset's with ``paper``)."""
+    from shallowflow.theory.good_init import neurons_for
+
+    ns = list(ns) if ns is not None else list(PAPER_GRID if paper else SUBSET)
+    with ForeignLoad() as foreign:
+        off = _fresh_process(ns, runs, False)
+        on = _fresh_process(ns, runs, True)
+        n_mid = ns[len(ns) // 2]
+        roof = batched_roofline(runs, n_mid, D, neurons_for(n_mid))
+    return {"name": "dana_fig3", "ns": ns, "runs": runs, "rebatch": on, "no_rebatch": off,
+            "roofline_gflops": roof, "roofline_shape": [runs, n_mid, D, neurons_for(n_mid)],
+            "saving": off["wall_s"] / on["wall_s"], "foreign_cpu_s": foreign.value,
+            "machine": machine_info()}
+
+
+def table(r: dict[str, Any]) -> str:
+    """The markdown table of :func:`bench`'s result."""
+    on, off = r["rebatch"], r["no_rebatch"]
+    lines = [
+        f"DPB Fig. 3 protocol, d = {D}, {r['runs']} runs per n, n in {r['ns'][0]}..{r['ns'][-1]} "
+        f"({len(r['ns'])} values), p = p(n, 0.05), per-run data, float64, GD lr = 1 until "
+        "L < 1/(2n) or t_inf. Wall times include compilation (each mode in a fresh process). "
+        "Roofline: numpy batched "
+        f"matmul pair on shapes (R, n, d, p) = {tuple(r['roofline_shape'])}.",
+        "",
+        "| n | p | converged | mean steps / budget | wall s (re-batching) | wall s (without) |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for a, b in zip(on["rows"], off["rows"], strict=True):
+        lines.append(f"| {a['n']} | {a['p']} | {a['converged']:.2f} | {a['mean_steps']:.0f} / "
+                     f"{a['budget']:.0f} | {a['wall_s']:.1f} | {b['wall_s']:.1f} |")
+    lines += [
+        "",
+        f"Total: {on['wall_s']:.1f} s with re-batching, {off['wall_s']:.1f} s without "
+        f"(saving {r['saving']:.2f}x). Useful GFLOP/s {on['gflops']:.1f} (with) and "
+        f"{off['gflops']:.1f} (without) against numpy's {r['roofline_gflops']:.1f}: "
+        f"{100 * on['gflops'] / r['roofline_gflops']:.0f}% of the roofline with re-batching "
+        "(goal 60%).",
+        "",
+        foreign_load_line(r["foreign_cpu_s"]),
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None, out: Path | None = None) -> dict[str, Any] | None:
+    """Run alone: print the table, write the raw numbers to ``--out``/dana_fig3.json. With the
+    internal ``--grid`` one mode runs in this process (what :func:`_fresh_process` starts)."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--paper", action="store_true", help="the paper preset's whole Gaussian grid")
+    ap.add_argument("--runs", type=int, default=25)
+    ap.add_argument("--grid", help=argparse.SUPPRESS)  # internal: one mode in this process
+    ap.add_argument("--mode", choices=("on", "off"), help=argparse.SUPPRESS)
+    ap.add_argument("--json", help=argparse.SUPPRESS)
+    out_argument(ap, out)
+    args = ap.parse_args(argv)
+    if args.grid:
+        grid = run_grid([int(v) for v in args.grid.split(",")], args.runs, args.mode == "on")
+        Path(args.json).write_text(json.dumps(grid))
+        return None
+    r = bench(args.paper, args.runs)
+    finish("dana_fig3", r, table, args.out)
+    return r
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""``shallowflow bench``: the benchmark registry, name checking, the tables' ratio columns, and a
+quick run of the smallest benchmark (Algorithm 1, numpy only). No timed assertions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from shallowflow.benchmarks import throughput, tiny
+from shallowflow.benchmarks.command import bench
+from shallowflow.benchmarks.suite import BENCHMARKS
+
+NAMES = ["throughput", "tiny", "reduced", "town_fig1", "limit_process", "dana_fig3", "presets"]
+
+
+def test_list_names_and_titles() -> None:
+    assert list(BENCHMARKS) == NAMES
+    lines = bench(None, list_only=True).splitlines()
+    assert [line.split()[0] for line in lines] == NAMES
+    for line, bm in zip(lines, BENCHMARKS.values(), strict=True):
+        assert line.endswith(bm.title)
+    assert bench(["tiny", "reduced"], list_only=True).splitlines()[0].startswith("tiny ")
+
+
+@pytest.mark.parametrize("list_only", [False, True])
+def test_unknown_name_names_the_allowed_ones(tmp_path: Path, list_only: bool) -> None:
+    with pytest.raises(ValueError, match="unknown benchmark 'nope'") as err:
+        bench(["tiny", "nope"], list_only=list_only, out=tmp_path, max_wait=0)
+    assert all(name in str(err.value) for name in NAMES)
+    assert not any(tmp_path.iterdir())  # nothing ran
+
+
+def _roofline(gflops: float) -> dict[str, float]:
+    return {"gflops": gflops, "gflops_forward": gflops, "gflops_backward": gflops}
+
+
+def test_throughput_table_has_the_ratio_to_numpy() -> None:
+    engine = {"seconds_per_step": 0.02, "gflops": 30.0, "numpy_roofline": _roofline(40.0),
+              "fraction_of_roofline": 0.75}
+    result = {"config": {"runs": 64, "n": 1000, "d": 100, "p": 40, "steps": 300},
+              "results": {"float64": engine}, "goal_fraction": 0.6, "foreign_load": 0.0}
+    md = throughput.table(result)
+    header = next(line for line in md.splitlines() if line.startswith("| dtype"))
+    assert "| ratio |" in header
+    assert "| float64 | 20.00 ms | 30.0 | 40.0 (40.0 / 40.0) | 75 % | >= 60 % | yes |" in md
+
+
+def test_tiny_table_speedup_against_pytorch_or_a_note() -> None:
+    result = {"config": {"d": 2, "p": 10, "steps": 5, "lr": 1e-3, "dtype": "float64"},
+              "engine": {"seconds": 1.0, "seconds_compile_call": 2.0, "loss_end": 0.5},
+              "torch": None, "foreign_load": None}
+    assert "PyTorch baseline skipped: torch is not installed" in tiny.table(result)
+    result.update(torch={"version": "2", "threads": 2, "seconds": 12.0, "loss_end": 0.5},
+                  speedup=12.0, loss_abs_diff=0.0, param_max_abs_diff=0.0)
+    assert "| speed-up vs PyTorch | 12.0x | >= 10x | yes |" in tiny.table(result)
+
+
+def test_quick_run_of_the_smallest_benchmark(tmp_path: Path) -> None:
+    pieces: list[str] = []
+    text = bench(["limit_process"], out=tmp_path / "res", max_wait=0, quick=True,
+                 echo=pieces.append)
+    assert "## Algorithm 1 (limit process)" in text
+    assert "| n | m | X | jumps | seconds | goal | met |" in text
+    assert "Quick mode" in text and len(pieces) == 3  # header, the section, the total
+    raw = json.loads((tmp_path / "res" / "limit_process.json").read_text())
+    assert [row["n"] for row in raw["rows"]] == [1000, 200]
+    assert raw["machine"]["cpu_count"] >= 1
