@@ -1,5 +1,5 @@
 """The compiled engine (shallowflow.dynamics.simulate) against an independent numpy GD loop,
-batch invariance, gradient-flow consistency, early stop / divergence and SGD (MATH.md §0.3, §1.1,
+batch invariance, gradient-flow consistency, early stop / divergence and SGD (docs/math.md §0.3, §1.1,
 §1.4)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from shallowflow.network import Network
 from shallowflow.probes import DEFAULT_PROBES, PROBES
 
 # --------------------------------------------------------------------------------------------
-# Independent numpy reference (MATH.md §0.3): h = kappa sigma(X W^T) a, L = c sum_i ell_i,
+# Independent numpy reference (docs/math.md §0.3): h = kappa sigma(X W^T) a, L = c sum_i ell_i,
 # theta <- theta - lr * T * grad L(theta).
 # --------------------------------------------------------------------------------------------
 

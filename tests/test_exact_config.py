@@ -1,4 +1,4 @@
-"""Issue-3 features through configs: automatic engine/mask/reduction choices, lambda = exp(-1000),
+"""Issue-3 features through configs: automatic parametrisation/mask/span choices, lambda = exp(-1000),
 accelerated time, given initialisations, and the step-size certificate."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from shallowflow.config import ConfigError, experiment_from_mapping
-from shallowflow.experiment import simulate
+from shallowflow.training import simulate
 
 
 def spec(**over):
@@ -28,10 +28,12 @@ def spec(**over):
 def test_lambda_exp_minus_1000_runs_in_log_coordinates():
     exp = experiment_from_mapping(spec())
     settings, notes = exp.resolved()
-    assert settings == {"engine": "lognorm", "activity_mask": True, "reduce": True}
-    assert any("log-norm engine" in n for n in notes)
+    assert settings == {"parametrisation": "lognorm", "activity_mask": True, "span": True}
+    assert any("log-norm parametrisation" in n for n in notes)
+    assert "span: training in the span of the data (lossless)" in notes
     ds = simulate(exp)
-    assert ds.attrs["engine"] == "lognorm"
+    assert ds.attrs["parametrisation"] == "lognorm"
+    assert ds.attrs["span"] == 1
     for name in ("loss", "log_norm", "balance_log_drift"):
         assert np.all(np.isfinite(ds[name].values))
     np.testing.assert_array_equal(ds.log_norm.values[:, 0], -1000.0)
@@ -54,18 +56,18 @@ def test_lambda_exp_minus_1000_runs_in_log_coordinates():
     assert escaped >= 1
 
 
-def test_plain_engine_when_lambda_squared_is_representable():
+def test_plain_parametrisation_when_lambda_squared_is_representable():
     exp = experiment_from_mapping(spec(init={"scheme": "balanced", "scale": 1e-100}))
-    assert exp.resolved()[0]["engine"] == "plain"
+    assert exp.resolved()[0]["parametrisation"] == "plain"
     exp = experiment_from_mapping(spec(init={"scheme": "balanced", "scale": 1e-160}))
-    assert exp.resolved()[0]["engine"] == "lognorm"
+    assert exp.resolved()[0]["parametrisation"] == "lognorm"
 
 
-def test_forced_plain_engine_on_sphere_data_keeps_defaults_off():
+def test_plain_parametrisation_on_sphere_data_keeps_defaults_off():
     exp = experiment_from_mapping(spec(data={"kind": "sphere", "n": 20, "d": 5},
                                        init={"scheme": "dpb"}))
     settings, notes = exp.resolved()
-    assert settings == {"engine": "plain", "activity_mask": False, "reduce": False}
+    assert settings == {"parametrisation": "plain", "activity_mask": False, "span": False}
     assert notes == []
 
 

@@ -1,4 +1,4 @@
-"""Exact dynamics at tiny initialisation and on orthogonal data (MATH.md §0.3, §3.2, §3.6):
+"""Exact dynamics at tiny initialisation and on orthogonal data (docs/math.md §0.3, §3.2, §3.6):
 log-norm engine, data-span reduction, persistent activity mask."""
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def first_jump(loss: np.ndarray, t_acc: np.ndarray, low: float, high: float) -> 
 
 @pytest.mark.parametrize("tied", [False, True])
 def test_lognorm_at_tiny_scales_is_finite_and_approaches_algorithm_1(tied):
-    """MATH.md §3.6: X = I_4, y = (3, 4, 1, 2), c_L = 1/4; the limit first jump is at 0.8
+    """docs/math.md §3.6: X = I_4, y = (3, 4, 1, 2), c_L = 1/4; the limit first jump is at 0.8
     (loss plateaus 3.75 -> 0.625). The simulated jump approaches it as lambda decreases."""
     lr = 0.004
     errors = []
@@ -69,7 +69,7 @@ def test_lognorm_at_tiny_scales_is_finite_and_approaches_algorithm_1(tied):
         cfg = EngineConfig(lr=lr, parametrisation="lognorm", tied_balance=tied,
                            probes=("loss", "log_norm", "balance_log_drift"))
         r = simulate(cfg, HAND_NET, HAND_X, HAND_Y, sched, log_scale=np.array([L]),
-                     reduce=True)
+                     span=True)
         for v in r.records.values():
             assert np.all(np.isfinite(v))
         np.testing.assert_allclose(r.records["log_norm"][0, 0], [L, L], rtol=1e-14)
@@ -100,7 +100,7 @@ def test_reduced_engine_equals_dense_engine(kind):
                                "param_norm_sq", "active_count"))
     sched = record_schedule(150, every=10)
     dense = simulate(cfg, nets, X, y, sched)
-    red = simulate(cfg, nets, X, y, sched, reduce=True)
+    red = simulate(cfg, nets, X, y, sched, span=True)
     assert dense.records["loss"][:, -1].max() < 0.5 * dense.records["loss"][:, 0].min()
     for name, v in dense.records.items():
         np.testing.assert_allclose(red.records[name], v, rtol=1e-10, atol=1e-12, err_msg=name)
@@ -122,8 +122,8 @@ def test_rotated_basis_gives_the_canonical_loss_curve():
     cfg = EngineConfig(lr=0.1, probes=("loss", "neuron_norm"))
     sched = record_schedule(400, every=20)
     can = simulate(cfg, batch(net), Xc, y, sched)
-    for reduce in (False, True):
-        rot = simulate(cfg, rotated, np.asarray(Xc) @ Q, y, sched, reduce=reduce)
+    for span in (False, True):
+        rot = simulate(cfg, rotated, np.asarray(Xc) @ Q, y, sched, span=span)
         np.testing.assert_allclose(rot.records["loss"], can.records["loss"], rtol=1e-10)
         np.testing.assert_allclose(rot.records["neuron_norm"], can.records["neuron_norm"],
                                    rtol=1e-10)
@@ -137,7 +137,7 @@ def revived_pairs(active: np.ndarray) -> int:
 
 
 def test_mask_stops_dead_pairs_reviving_at_lambda_1e_100():
-    """MATH.md §0.3: with a rotated orthonormal basis, rounding of X w flips the sign of dead
+    """docs/math.md §0.3: with a rotated orthonormal basis, rounding of X w flips the sign of dead
     pre-activations once neurons have grown, and dead pairs revive. The mask prevents it."""
     n = d = 16
     X, y = orthonormal(jax.random.PRNGKey(4), n, d, "random", "abs_normal")
@@ -164,7 +164,7 @@ def test_lognorm_keeps_the_out_of_span_norm_at_tiny_scale():
     L = -200 * np.log(10.0)
     cfg = EngineConfig(lr=0.1, parametrisation="lognorm", probes=("log_norm",))
     r = simulate(cfg, net, X, y, record_schedule(20, every=10), log_scale=np.array([L]),
-                 reduce=True)
+                 span=True)
     W = np.asarray(net.W[0])
     np.testing.assert_allclose(r.records["log_norm"][0, 0], np.log(np.linalg.norm(W, axis=1)) + L,
                                rtol=1e-14)
@@ -177,7 +177,7 @@ def test_lognorm_keeps_the_out_of_span_norm_at_tiny_scale():
 def test_blocked_diagonal_path_equals_unblocked(monkeypatch, runs, per_run):
     """Runs are independent: advancing blocks of runs through the whole time loop (the cache-
     friendly diagonal path) gives exactly the batch-at-once result, with and without stops."""
-    import shallowflow.dynamics.gd as gd
+    import shallowflow.dynamics.compilation as compilation
 
     n, d, p = 10, 14, 3
     keys = jax.random.split(jax.random.PRNGKey(0), runs)
@@ -191,10 +191,10 @@ def test_blocked_diagonal_path_equals_unblocked(monkeypatch, runs, per_run):
                        probes=("loss", "neuron_norm", "active_count"))
     sched = record_schedule(300, every=25)
     stop = np.where(np.arange(runs) % 2 == 0, 10.0, -np.inf)  # even runs are frozen at once
-    blocked = simulate(cfg, nets, X, y, sched, stop_loss=stop, reduce=True)
-    assert gd._block_size(gd.DiagonalInputs(np.ones((n, runs))), runs) > 1
-    monkeypatch.setattr(gd, "DIAGONAL_BLOCK", 10**6)
-    whole = simulate(cfg, nets, X, y, sched, stop_loss=stop, reduce=True)
+    blocked = simulate(cfg, nets, X, y, sched, stop_loss=stop, span=True)
+    assert compilation._block_size(compilation.DiagonalInputs(np.ones((n, runs))), runs) > 1
+    monkeypatch.setattr(compilation, "DIAGONAL_BLOCK", 10**6)
+    whole = simulate(cfg, nets, X, y, sched, stop_loss=stop, span=True)
     for name in whole.records:
         np.testing.assert_array_equal(blocked.records[name], whole.records[name])
     for name in whole.status:

@@ -1,5 +1,5 @@
 """Exact gradients of the two-layer network against an independent numpy implementation and
-central finite differences (MATH.md §0.3), and the sigma'(0) = 0 convention."""
+central finite differences (docs/math.md §0.3), and the sigma'(0) = 0 convention."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from shallowflow.losses import Loss
 from shallowflow.network import Network, add_bias_column, forward, loss_and_gradient
 
 # --------------------------------------------------------------------------------------------
-# Independent numpy reference, written from the formulas of MATH.md §0.3:
+# Independent numpy reference, written from the formulas of docs/math.md §0.3:
 #   h(x) = kappa sum_j a_j sigma(<w_j, x>),  L = c sum_i ell(h(x_i), y_i),  c = 1/n or 1,
 #   dL/da_j = kappa sum_i g_i sigma(<w_j, x_i>),  dL/dw_j = kappa a_j sum_i g_i sigma'(.) x_i,
 #   g_i = c ell'(h(x_i), y_i).

@@ -1,4 +1,4 @@
-"""Initialisation schemes (MATH.md §1.2, §2.2, §3.1, §3.7) and data generators (§1.3, §2.4, §2.5,
+"""Initialisation schemes (docs/math.md §1.2, §2.2, §3.1, §3.7) and data generators (§1.3, §2.4, §2.5,
 §4.3): distributional and geometric properties checked directly on the arrays."""
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def test_group_init_canonical(direction):
 
 def test_group_init_aligned_is_parallel_to_group_label_vector():
     """Orthonormal inputs (random basis): w_j is parallel to D_j = sum_{i in group} y_i x_i with
-    a_j w_j pointing along D_j (MATH.md §1.2, §1.5 with c_0 = 1)."""
+    a_j w_j pointing along D_j (docs/math.md §1.2, §1.5 with c_0 = 1)."""
     n, d, p, scale = NG, DG, 3, 1.3
     k = n // p
     X, _ = orthonormal(jax.random.PRNGKey(4), n, d, basis="random")
@@ -250,7 +250,7 @@ def test_three_point_values():
 
 
 def test_stewart_is_the_piecewise_linear_teacher():
-    knots = [-1.0, -0.7, -0.55, -0.4, 0.0, 0.5, 0.6, 0.7, 1.0]  # MATH.md §2.5
+    knots = [-1.0, -0.7, -0.55, -0.4, 0.0, 0.5, 0.6, 0.7, 1.0]  # docs/math.md §2.5
     values = [0.0, 0.7, 0.5, 1.0, 0.0, 1.0, 0.6, 0.7, 0.0]
     X, y = stewart(KEY, 40)
     X, y = np.asarray(X), np.asarray(y)
@@ -318,3 +318,106 @@ def test_random_group_directions_are_independent_of_the_labels():
             labels = y[4 * j: 4 * j + 4]
             cos = block @ labels / (np.linalg.norm(block) * np.linalg.norm(labels))
             assert cos < 1 - 1e-6
+
+
+# --------------------------------------------------------------------------------------------
+# the registries: each data kind knows its shape, each scheme draws its network
+# --------------------------------------------------------------------------------------------
+def _data_examples(tmp_path):
+    np.savez(tmp_path / "d.npz", X=np.arange(12.0).reshape(4, 3), y=np.ones(4))
+    return {
+        "sphere": {"kind": "sphere", "n": 7, "d": 3},
+        "orthogonal": {"kind": "orthogonal", "n": 4, "d": 6},
+        "orthonormal": {"kind": "orthonormal", "n": 5, "d": 5, "basis": "random"},
+        "three_point": {"kind": "three_point"},
+        "stewart": {"kind": "stewart", "n": 9},
+        "two_point": {"kind": "two_point"},
+        "teacher": {"kind": "teacher", "n": 6, "d": 4},
+        "file": {"kind": "file", "path": str(tmp_path / "d.npz")},
+        "arrays": {"kind": "arrays", "X": [[1.0, 2.0], [3.0, 5.0]], "y": [1.0, -1.0]},
+    }
+
+
+def test_every_data_kind_knows_its_shape(tmp_path):
+    """spec.n_samples and spec.input_dim, computed without generating, equal the shapes of the
+    generated arrays; the network sees one more input dimension with a hidden bias."""
+    from shallowflow.config import DATA_KINDS, experiment_from_mapping
+
+    examples = _data_examples(tmp_path)
+    assert set(examples) == set(DATA_KINDS)
+    for data in examples.values():
+        exp = experiment_from_mapping({"data": data, "model": {"width": 2, "bias": True},
+                                       "init": {"scheme": "dpb"}, "train": {"lr": 0.1, "steps": 1}})
+        spec = exp.data
+        X, y = jax.eval_shape(spec.generate, KEY)  # the shapes generate gives, without running it
+        assert np.shape(X) == (spec.n_samples, spec.input_dim), spec.kind
+        assert np.shape(y) == (spec.n_samples,), spec.kind
+        assert exp.input_dim == spec.input_dim + 1
+
+
+def test_data_file_is_read_once(tmp_path, monkeypatch):
+    """A data file is read when its spec is validated, and never again: not for the shape checks,
+    the automatic choices of every run, nor the batch's data."""
+    from shallowflow.config import experiment_from_mapping
+    from shallowflow.experiment import RunRef, dataset_of, prepare_batch, static_signature
+
+    np.savez(tmp_path / "d.npz", X=np.eye(4, 6), y=np.arange(1.0, 5.0))
+    reads = []
+    load = np.load
+    monkeypatch.setattr(np, "load", lambda *a, **k: reads.append(a[0]) or load(*a, **k))
+    exp = experiment_from_mapping({
+        "runs": 3, "data": {"kind": "file", "path": str(tmp_path / "d.npz"), "per_run": True},
+        "model": {"width": 2}, "init": {"scheme": "dpb"}, "train": {"lr": 0.1, "steps": 1}})
+    refs = [RunRef(exp, r) for r in range(3)]
+    batch = prepare_batch(refs)
+    for r in refs:
+        static_signature(r.experiment)
+        dataset_of(r)
+    assert len(reads) == 1
+    assert exp.data.shape == (4, 6) and exp.resolved()[0]["span"]
+    np.testing.assert_array_equal(batch.X[0] if batch.X.ndim == 3 else batch.X, np.eye(4, 6))
+
+
+@pytest.mark.parametrize("first_layer", ["gaussian", "uniform"])
+def test_dpb_first_layer_scale_multiplies_W_after_drawing_a(first_layer):
+    a1, W1 = arrays(init.dpb(KEY, 6, 3, first_layer))
+    a2, W2 = arrays(init.dpb(KEY, 6, 3, first_layer, first_layer_scale=0.01))
+    np.testing.assert_array_equal(a2, a1)  # a drawn from the unscaled first layer
+    np.testing.assert_array_equal(W2, np.multiply(0.01, W1))
+    a0, W0 = arrays(init.dpb(KEY, 6, 3, first_layer, first_layer_scale=1.0))
+    np.testing.assert_array_equal(a0, a1)
+    np.testing.assert_array_equal(W0, W1)
+
+
+def test_first_layer_scale_through_a_config():
+    from shallowflow.config import ConfigError, experiment_from_mapping
+    from shallowflow.experiment import RunRef, prepare_batch
+
+    def net0(**init_fields):
+        exp = experiment_from_mapping({
+            "runs": 2, "data": {"kind": "sphere", "n": 5, "d": 3}, "model": {"width": 4},
+            "init": {"scheme": "dpb", **init_fields}, "train": {"lr": 0.1, "steps": 1}})
+        return arrays(prepare_batch([RunRef(exp, 0), RunRef(exp, 1)]).net0)
+
+    a1, W1 = net0()
+    a2, W2 = net0(first_layer_scale=0.01)
+    np.testing.assert_array_equal(a2, a1)
+    # compiled, the two roundings of (G / sqrt d) * 0.01 may fuse into one: equal to 1 ulp
+    np.testing.assert_allclose(W2, np.multiply(0.01, W1), rtol=5e-16, atol=0)
+    for bad in (0.0, -1.0):
+        with pytest.raises(ConfigError, match=r"init\.dpb\.first_layer_scale"):
+            net0(first_layer_scale=bad)
+
+
+def test_given_network_is_the_same_for_every_run(tmp_path):
+    from shallowflow.config import experiment_from_mapping
+    from shallowflow.experiment import RunRef, prepare_batch
+
+    a, W = np.array([1.0, -2.0]), np.arange(6.0).reshape(2, 3)
+    exp = experiment_from_mapping({
+        "runs": 3, "data": {"kind": "sphere", "n": 5, "d": 3, "per_run": True},
+        "model": {"width": 2}, "init": {"scheme": "given", "a": a, "W": W},
+        "train": {"lr": 0.1, "steps": 1}})
+    net = prepare_batch([RunRef(exp, r) for r in range(3)]).net0
+    np.testing.assert_array_equal(np.asarray(net.a), np.broadcast_to(a, (3, 2)))
+    np.testing.assert_array_equal(np.asarray(net.W), np.broadcast_to(W, (3, 2, 3)))

@@ -7,12 +7,11 @@ import numpy as np
 import pytest
 
 from shallowflow.data import orthogonal, sphere
-from shallowflow.dynamics import EngineConfig, gd, record_schedule, simulate
+from shallowflow.dynamics import EngineConfig, rebatch, record_schedule, simulate
 from shallowflow.init import dpb
 from shallowflow.network import Network
 
-compaction = gd._compaction
-
+compaction = rebatch.compaction
 
 def nets(R: int, p: int, d: int, seed: int = 0) -> Network:
     keys = jax.random.split(jax.random.PRNGKey(seed), R)
@@ -44,9 +43,9 @@ def test_rebatching_changes_nothing(layout, monkeypatch):
     cfg = EngineConfig(lr=1.0, kappa=1 / p, time_scale=p, activity_mask=layout == "diagonal_mask",
                        probes=("loss", "pl_curvature", "neuron_norm", "a"))
     sched = record_schedule(600, every=10)
-    reduce = layout.startswith("diagonal")
+    span = layout.startswith("diagonal")
     # thresholds crossed at spread-out times (from a free run): runs freeze at many segments
-    free = simulate(cfg, net0, X, y, sched, reduce=reduce).records["loss"]
+    free = simulate(cfg, net0, X, y, sched, span=span).records["loss"]
     at = np.linspace(3, len(sched) - 3, R - 2).astype(int)
     stop = np.array([free[r, k] * (1 + 1e-9) for r, k in enumerate(at)] + [-np.inf, -np.inf])
     sizes = []
@@ -57,9 +56,9 @@ def test_rebatching_changes_nothing(layout, monkeypatch):
             sizes.append(len(keep))
         return keep
 
-    monkeypatch.setattr(gd, "_compaction", counting)
-    with_rb = simulate(cfg, net0, X, y, sched, stop_loss=stop, reduce=reduce, records_per_call=4)
-    without = simulate(cfg, net0, X, y, sched, stop_loss=stop, reduce=reduce, records_per_call=4,
+    monkeypatch.setattr(rebatch, "compaction", counting)
+    with_rb = simulate(cfg, net0, X, y, sched, stop_loss=stop, span=span, records_per_call=4)
+    without = simulate(cfg, net0, X, y, sched, stop_loss=stop, span=span, records_per_call=4,
                        rebatch=False)
     assert len(sizes) >= 1 and sizes[-1] < R, sizes  # the batch was compacted
     compare(with_rb, without)

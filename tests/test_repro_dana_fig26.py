@@ -1,6 +1,7 @@
 """dana-fig2 and dana-fig6 at tiny sizes: folder structure, and their numbers against independent
 numpy computations (closed form eq. 69 at c_0 = 1, L_inf levels, the initial loss, the
-Experiment-2 measures recomputed from the saved loss record)."""
+Experiment-2 measures recomputed from the saved loss record); a re-judged folder gives the same
+claims."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import pytest
 import xarray as xr
 
 from conftest import check_reproduction_folder
-from shallowflow.reproductions import run_reproduction
+from shallowflow.reproductions import rejudge, run_reproduction
+from shallowflow.reproductions.dana.fig2 import gd_run
+from shallowflow.reproductions.dana.fig6 import runs_of
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +38,7 @@ def test_fig2_structure_and_limit_levels(fig2):
     claims, _ = check_reproduction_folder(fig2, ["closed_form_vs_gd", "limit_step_function",
                                   "transition_window"])
     assert claims["closed_form_vs_gd"]["verdict"] == "reproduced"
-    cf = xr.load_dataset(fig2 / "closed_form.nc")
+    cf = xr.load_dataset(fig2 / "results.nc")
     s, Linf = cf.s.values, cf.limit_loss.values
     # L_inf = (1/(2p)) sum_j ||D_j||^2 1{s < 1/||D_j||} with ||D|| = 1, 2, p = 2
     expected = np.where(s < 0.5, (1 + 4) / 4, np.where(s < 1.0, 1 / 4, 0.0))
@@ -44,9 +47,9 @@ def test_fig2_structure_and_limit_levels(fig2):
 
 def test_fig2_closed_form_matches_eq69(fig2):
     """At c_0 = 1, N(t) = p g N0 e^{ct}/(p g + N0 (e^{ct} - 1)) (DPB eq. 69), cos = 1."""
-    cf = xr.load_dataset(fig2 / "closed_form.nc")
+    cf = xr.load_dataset(fig2 / "results.nc")
     p, N0 = 2, 1.0
-    for n in cf.n.values:
+    for n in cf.n_closed.values:
         s = cf.s.values
         t = s * math.sqrt(n * p) / 4 * math.log(n * p)
         L = 0.0
@@ -56,14 +59,16 @@ def test_fig2_closed_form_matches_eq69(fig2):
             e = np.exp(c * t)
             N = p * g * N0 * e / (p * g + N0 * (e - 1))
             L = L + 0.5 * (D - N / math.sqrt(n * p)) ** 2 / p
-        np.testing.assert_allclose(cf.loss.sel(n=n).values, L, rtol=1e-6, atol=1e-12)
+        np.testing.assert_allclose(cf.closed_loss.sel(n_closed=n).values, L, rtol=1e-6,
+                                   atol=1e-12)
 
 
 def test_fig2_simulation_initial_loss_and_first_order(fig2):
     errors = {}
+    results = xr.load_dataset(fig2 / "results.nc")
     for lr in (0.5, 0.25):
-        ds = xr.load_dataset(fig2 / f"sim_n64_lr{lr:g}.nc")
-        assert ds.attrs["reduced"] == 1
+        ds = gd_run(results, 64, lr)
+        assert int(ds["span"]) == 1
         # X = I, w_j = (1/sqrt k) 1_group, a_j = 1: h(x_i) = 1/(p sqrt k) on every point
         n, p = 64, 2
         k = n // p
@@ -79,9 +84,9 @@ def test_fig2_simulation_initial_loss_and_first_order(fig2):
 def test_fig6_structure_and_measures_from_loss_record(fig6):
     claims, _ = check_reproduction_folder(fig6, ["slope_mu_t_inf", "slope_mu_avg", "slope_mu_low",
                                   "slope_mu_upp", "theorem1_rate", "lemma7_bracket"])
-    g = xr.load_dataset(fig6 / "runs_gaussian.nc")
+    g = runs_of(xr.load_dataset(fig6 / "results.nc"), "gaussian")
     assert set(g.n.values) == {16, 32}
-    assert np.all(g.reduced.values == 1)  # orthogonal fast path
+    assert np.all(g["span"].values == 1)  # orthogonal fast path
     for n in g.n.values:
         p = math.floor(math.log(n / 0.05) / math.log(4 / 3)) + 1
         assert int(g.p.sel(n=n)) == p
@@ -103,3 +108,10 @@ def test_fig6_structure_and_measures_from_loss_record(fig6):
     assert claims["slope_mu_upp"]["measured"] == pytest.approx(slope, abs=1e-3)
     lo, hi = claims["slope_mu_upp"]["interval"]
     assert lo <= hi
+
+
+@pytest.mark.parametrize(("name", "fixture"), [("dana-fig2", "fig2"), ("dana-fig6", "fig6")])
+def test_rejudge_gives_the_same_claims(name, fixture, request, tmp_path):
+    folder = request.getfixturevalue(fixture)
+    out, _ = rejudge(name, folder, tmp_path / "again")
+    assert (out / "claims.json").read_text() == (folder / "claims.json").read_text()

@@ -61,7 +61,11 @@ def test_cli_run_and_plot(tmp_path):
     result = runner.invoke(app, ["plot", str(tmp_path / "o")])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "o" / "probes.png").stat().st_size > 1000
-    assert runner.invoke(app, ["list"]).exit_code == 0
+    listing = runner.invoke(app, ["list"])
+    assert listing.exit_code == 0
+    for name in ("sphere", "file", "arrays", "dpb", "given"):  # the registries, with their docs
+        assert f"  {name} " in listing.output
+    assert "Data given in memory" in listing.output
 
 
 def test_sigterm_leaves_no_half_written_folder(tmp_path):

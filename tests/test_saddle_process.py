@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import xarray as xr
 
 from shallowflow.losses import Loss
 from shallowflow.theory.activation_mask import (
@@ -312,7 +313,7 @@ def test_gradient_descent_converges_to_the_hand_vector_process():
     net = Network(np.tile(HAND_S, (3, 1)), np.tile(HAND_DIR, (3, 1, 1)))
     cfg = EngineConfig(lr=GD_LR, parametrisation="lognorm", tied_balance=True, activity_mask=True,
                        probes=("loss",))
-    r = simulate(cfg, net, HAND_X, HAND_Y, sched, log_scale=log_scale, reduce=True)
+    r = simulate(cfg, net, HAND_X, HAND_Y, sched, log_scale=log_scale, span=True)
     runs = [(lam, r.records["loss"][i], sched * GD_LR / -log_scale[i], r.final.W[i], r.final.a[i])
             for i, lam in enumerate(LAMBDAS)]
     check_convergence(p, runs, "hand vector")
@@ -323,7 +324,8 @@ def test_gradient_descent_converges_to_the_process_on_random_orthonormal_data():
     pipeline, from_experiment and from_run. Seed 243 satisfies Assumption 4 with all jumps well
     separated (checked below), so the limit interpolates."""
     from shallowflow.config import experiment_from_mapping
-    from shallowflow.experiment import RunRef, dataset_of, simulate_refs
+    from shallowflow.experiment import RunRef, dataset_of
+    from shallowflow.training import train
 
     def spec(lam):
         return experiment_from_mapping({
@@ -341,7 +343,8 @@ def test_gradient_descent_converges_to_the_process_on_random_orthonormal_data():
     assert p.report.ok and p.losses[-1] == 0.0
     assert p.c_L == 1.0 and p.K == 4 and p.tau[-1] < 0.49
     assert np.min(np.diff(p.jump_starts)) > 0.03
-    ds = simulate_refs([RunRef(e, 0) for e in exps])
+    ds = xr.concat(train(exps, show_progress=False), dim="run")  # one batch, as before
+    ds = ds.assign_coords(run=np.arange(ds.sizes["run"]))
     X, y = dataset_of(RunRef(exps[0], 0))
     runs = []
     for i, lam in enumerate(LAMBDAS):
@@ -492,7 +495,6 @@ def test_orthonormal_check_catches_small_deviations():
 
 
 def test_from_run_refuses_underflowed_or_unbalanced_starts():
-    import xarray as xr
 
     ds = xr.Dataset({"a_init": (("run", "neuron"), np.array([[0.0, 1.0]])),
                      "W_init": (("run", "neuron", "dim"), HAND_DIR[None])},

@@ -28,7 +28,7 @@ def test_plan_groups_equal_shapes():
     sw = sweep_from_mapping(SWEEP)
     batches = plan(sw)
     # 4 points x 2 runs; widths differ in shape -> 2 groups of 4 runs, cut at max_batch = 3
-    assert [len(b.members) for b in batches] == [3, 1, 3, 1]
+    assert [b.size for b in batches] == [3, 1, 3, 1]
     assert len({b.id for b in batches}) == 4
     assert plan(sweep_from_mapping(SWEEP)) == batches  # deterministic
 
@@ -70,7 +70,7 @@ def test_bad_grid_point_is_named_before_work(tmp_path):
 
 def test_sweep_rows_match_solo_runs(tmp_path):
     """A run inside a sweep batch gives the same numbers as the same run simulated alone."""
-    from shallowflow.experiment import simulate
+    from shallowflow.training import simulate
 
     sw = sweep_from_mapping(SWEEP)
     table = run_sweep(sw, tmp_path / "s", show_progress=False)
@@ -80,10 +80,11 @@ def test_sweep_rows_match_solo_runs(tmp_path):
     assert row.loss_final == pytest.approx(float(solo.loss.values[0, -1]), rel=1e-12)
 
 
-def test_scales_needing_different_engines_are_not_batched_together():
-    """init.scale is batchable, but lambda = 1e-200 needs the log-norm engine and 1e-3 does not."""
+def test_scales_needing_different_parametrisations_are_not_batched_together():
+    """init.scale is batchable, but lambda = 1e-200 needs the log-norm parametrisation and 1e-3
+    does not."""
     sw = sweep_from_mapping({"name": "s", "base": BASE, "grid": {"init.scale": [1e-3, 1e-200]}})
     batches = plan(sw)
     assert len(batches) == 2
-    engines = {b.members[0][1].experiment.resolved()[0]["engine"] for b in batches}
-    assert engines == {"plain", "lognorm"}
+    chosen = {b.refs[0].experiment.resolved()[0]["parametrisation"] for b in batches}
+    assert chosen == {"plain", "lognorm"}

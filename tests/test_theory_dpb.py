@@ -14,12 +14,13 @@ from scipy.stats import binom
 
 from shallowflow import demo
 from shallowflow.config import experiment_from_mapping
-from shallowflow.experiment import RunRef, dataset_of, simulate
+from shallowflow.experiment import RunRef, dataset_of
 from shallowflow.theory import data_constants as dc
 from shallowflow.theory import good_init as gi
 from shallowflow.theory import group_dynamics as gd
 from shallowflow.theory import pl_bounds as pb
 from shallowflow.theory import training_budget as tb
+from shallowflow.training import simulate
 
 
 # ------------------------------------------------------------------------- plain references
@@ -456,3 +457,34 @@ def test_group_problem_from_network_reads_the_setting():
         gd.GroupProblem.from_network(X, y, 2 * a, W)
     with pytest.raises(ValueError, match="sign"):
         gd.GroupProblem.from_network(X, -y, a, W)
+
+
+# -------------------------------------------------------------------------------------- demo
+def test_demo_refuses_an_existing_folder(tmp_path):
+    """Without overwrite the demo stops before any training and leaves the folder alone."""
+    from shallowflow.store import OutputExistsError
+
+    out = tmp_path / "demo"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    with pytest.raises(OutputExistsError, match="already exists"):
+        demo.run_demo(out, sizes=(16,), runs=1, show_progress=False)
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]
+
+
+def test_demo_tiny(tmp_path):
+    """The demo's folder, and its printed fractions read back from the saved runs."""
+    import xarray as xr
+
+    sizes = (16, 32)
+    summary = demo.run_demo(tmp_path / "demo", sizes=sizes, runs=2, show_progress=False)
+    folder = tmp_path / "demo"
+    assert {p.name for p in folder.iterdir()} == {
+        "pl_curvature.png", "summary.txt", "provenance.json",
+        *(f"results_n{n}.nc" for n in sizes)}
+    assert (folder / "summary.txt").read_text() == summary + "\n"
+    for n in sizes:
+        with xr.open_dataset(folder / f"results_n{n}.nc") as ds:
+            converged = float((ds.loss.isel(time=-1) < 1 / (2 * n)).mean())
+            assert ds.sizes["run"] == 2 and ds.sizes["neuron"] == gi.neurons_for(n)
+        assert f"n={n}: {converged:.2f}" in summary

@@ -1,9 +1,15 @@
 """Validated experiment specifications (pydantic v2), loaded from TOML or YAML.
 
 An :class:`Experiment` is everything needed to reproduce a batch of runs: data, model,
-initialisation, training and recording. Unknown keys, wrong types and out-of-range values are
-refused before any work with :class:`ConfigError`, whose message names each field, the value given
-and what is allowed.
+initialisation, training and recording. Unknown keys, wrong types, non-finite numbers and
+out-of-range values are refused before any work with :class:`ConfigError`, whose message names
+each field, the value given and what is allowed.
+
+Two registries, read by ``shallowflow list``: :data:`DATA_KINDS` (``data.kind`` -> spec class;
+each knows its sample count, input dimension and generator) and :data:`INIT_SCHEMES`
+(``init.scheme`` -> spec class; each draws its initial network). Adding a data kind is a spec
+class here (with its ``shape`` and ``generate``) plus its generator in :mod:`shallowflow.data`;
+adding a scheme is a spec class with its ``draw`` plus the pure function in :mod:`shallowflow.init`.
 """
 
 from __future__ import annotations
@@ -12,19 +18,26 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
+import jax.numpy as jnp
+import numpy as np
 import yaml
+from jax import Array
 from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
     PlainSerializer,
+    PrivateAttr,
     ValidationError,
     model_validator,
 )
 
+from shallowflow import data as datagen
+from shallowflow import init as inits
+from shallowflow.network import Network
 from shallowflow.probes import DEFAULT_PROBES, PROBES
 
 if sys.version_info >= (3, 11):
@@ -35,8 +48,6 @@ else:  # pragma: no cover
 
 def _float_array(value: Any) -> Any:
     """An array given in memory (numpy array or nested lists from a file), as float64."""
-    import numpy as np
-
     arr = np.array(value, dtype=float)
     arr.setflags(write=False)
     return arr
@@ -56,7 +67,25 @@ class ConfigError(ValueError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """Unknown keys and non-finite floats (inf, nan) are refused; specs are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class _Loaded:
+    """Arrays derived from a spec's fields (a file read at validation), cached on the spec. They
+    never make two specs differ: all instances compare equal."""
+
+    def __init__(self, *arrays: np.ndarray) -> None:
+        for arr in arrays:
+            arr.setflags(write=False)
+        self.arrays = arrays
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Loaded)
+
+    def __hash__(self) -> int:
+        return 0
 
 
 Range = tuple[float, float]
@@ -71,12 +100,39 @@ def _check_range(name: str, r: Range, positive: bool = True) -> None:
 
 # ----------------------------------------------------------------------------------------- data
 class _DataBase(_Strict):
+    """A data kind: its fields, its shape (n, d) without generating it, and its generator
+    ``key -> (X (n, d), y (n,))`` (bias column not included)."""
+
+    given: ClassVar[bool] = False
+    """True: a fixed data set, the same for every run (not generated from the run's key)."""
+    orthogonal_rows: ClassVar[bool] = False
+    """True: the inputs are orthogonal by construction (activity mask, span, group init)."""
+
     per_run: bool = Field(False, description="draw a fresh dataset for every run")
     seed: int | None = Field(None, description="data seed (default: the experiment seed)")
 
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(n, d): number of samples and input dimension, bias column not included."""
+        raise NotImplementedError
+
+    @property
+    def n_samples(self) -> int:
+        """Number of samples n."""
+        return self.shape[0]
+
+    @property
+    def input_dim(self) -> int:
+        """Input dimension d (bias column not included)."""
+        return self.shape[1]
+
+    def generate(self, key: Array) -> tuple[Array, Array]:
+        """(X, y) drawn with ``key`` (given kinds ignore it)."""
+        raise NotImplementedError
+
 
 class SphereData(_DataBase):
-    """DPB Exp. 1 (MATH.md §1.3): x = rho u, u uniform on the sphere, labels eps * U[1, 2]."""
+    """DPB Exp. 1 (docs/math.md §1.3): x = rho u, u uniform on the sphere, labels eps * U[1, 2]."""
 
     kind: Literal["sphere"]
     n: int = Field(gt=0)
@@ -90,10 +146,18 @@ class SphereData(_DataBase):
         _check_range("label_range", self.label_range)
         return self
 
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.n, self.d
+
+    def generate(self, key: Array) -> tuple[Array, Array]:
+        return datagen.sphere(key, self.n, self.d, self.radius, self.label_range)
+
 
 class OrthogonalData(_DataBase):
-    """DPB Exp. 2 (MATH.md §1.3): x_i = rho_i e_i, rho ~ U[1, 2], labels eps * U[1, 2]; n <= d."""
+    """DPB Exp. 2 (docs/math.md §1.3): x_i = rho_i e_i, rho ~ U[1, 2], labels eps * U[1, 2]; n <= d."""
 
+    orthogonal_rows: ClassVar[bool] = True
     kind: Literal["orthogonal"]
     n: int = Field(gt=0)
     d: int = Field(gt=0)
@@ -109,10 +173,19 @@ class OrthogonalData(_DataBase):
         _check_range("label_range", self.label_range)
         return self
 
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.n, self.d
+
+    def generate(self, key: Array) -> tuple[Array, Array]:
+        return datagen.orthogonal(key, self.n, self.d, self.basis, self.norm_range,
+                                  self.label_range)
+
 
 class OrthonormalData(_DataBase):
-    """TBLEL (MATH.md §3.7): unit orthonormal inputs, labels |N(0,1)| or N(0,1); n <= d."""
+    """TBLEL (docs/math.md §3.7): unit orthonormal inputs, labels |N(0,1)| or N(0,1); n <= d."""
 
+    orthogonal_rows: ClassVar[bool] = True
     kind: Literal["orthonormal"]
     n: int = Field(gt=0)
     d: int = Field(gt=0)
@@ -125,25 +198,53 @@ class OrthonormalData(_DataBase):
             raise ValueError(f"n: orthonormal data needs n <= d, got n={self.n} > d={self.d}")
         return self
 
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.n, self.d
+
+    def generate(self, key: Array) -> tuple[Array, Array]:
+        return datagen.orthonormal(key, self.n, self.d, self.basis, self.labels)
+
 
 class ThreePointData(_DataBase):
-    """BF's 3-point data (MATH.md §2.4), 1-D inputs: use with ``model.bias = true``."""
+    """BF's 3-point data (docs/math.md §2.4), 1-D inputs: use with ``model.bias = true``."""
 
     kind: Literal["three_point"]
 
+    @property
+    def shape(self) -> tuple[int, int]:
+        return 3, 1
+
+    def generate(self, key: Array) -> tuple[Array, Array]:
+        return datagen.three_point()
+
 
 class StewartData(_DataBase):
-    """BF App. B.2 (MATH.md §2.5): x ~ U[-1, 1], piecewise-linear teacher; use with a bias."""
+    """BF App. B.2 (docs/math.md §2.5): x ~ U[-1, 1], piecewise-linear teacher; use with a bias."""
 
     kind: Literal["stewart"]
     n: int = Field(40, gt=0)
 
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.n, 1
+
+    def generate(self, key: Array) -> tuple[Array, Array]:
+        return datagen.stewart(key, self.n)
+
 
 class TwoPointData(_DataBase):
-    """MMV A.2/A.3 (MATH.md §4.3): x1 = (1, 0), x2 = (sin angle, cos angle), labels +1."""
+    """MMV A.2/A.3 (docs/math.md §4.3): x1 = (1, 0), x2 = (sin angle, cos angle), labels +1."""
 
     kind: Literal["two_point"]
     angle: float = Field(0.1, gt=0, le=math.pi)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return 2, 2
+
+    def generate(self, key: Array) -> tuple[Array, Array]:
+        return datagen.two_point(self.angle)
 
 
 class TeacherData(_DataBase):
@@ -156,24 +257,54 @@ class TeacherData(_DataBase):
     inputs: Literal["gaussian", "sphere"] = "gaussian"
     noise: float = Field(0.0, ge=0)
 
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.n, self.d
 
-class FileData(_DataBase):
-    """User data: ``.npz`` with arrays X (n, d) and y (n,), or ``.csv`` with the label last."""
+    def generate(self, key: Array) -> tuple[Array, Array]:
+        return datagen.teacher(key, self.n, self.d, self.width, self.inputs, self.noise)
+
+
+class _GivenData(_DataBase):
+    """A fixed data set (X, y), the same for every run."""
+
+    given: ClassVar[bool] = True
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """(X (n, d), y (n,)) as float64 numpy arrays."""
+        raise NotImplementedError
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        X = self.arrays()[0]
+        return X.shape[0], X.shape[1]
+
+    def generate(self, key: Array) -> tuple[Array, Array]:
+        X, y = self.arrays()
+        return jnp.asarray(X, jnp.float64), jnp.asarray(y, jnp.float64)
+
+
+class FileData(_GivenData):
+    """User data from a file: ``.npz`` with arrays X (n, d) and y (n,), or ``.csv``, label last.
+    The file is read once, when the spec is validated."""
 
     kind: Literal["file"]
     path: str
+    _loaded: _Loaded = PrivateAttr()
 
     @model_validator(mode="after")
     def _load(self) -> FileData:
-        from shallowflow.data.files import load_file
-
-        load_file(self.path)  # validates before any work
+        self._loaded = _Loaded(*datagen.load_file(self.path))  # validates before any work
         return self
 
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        X, y = self._loaded.arrays
+        return X, y
 
-class ArrayData(_DataBase):
+
+class ArrayData(_GivenData):
     """Data given in memory: X (n, d) and y (n,) arrays (from Python; nested lists in a file).
-    The same set for every run; the run folder stores it like any other data."""
+    The run folder stores it like any other data."""
 
     kind: Literal["arrays"]
     X: FloatArray
@@ -181,10 +312,11 @@ class ArrayData(_DataBase):
 
     @model_validator(mode="after")
     def _valid(self) -> ArrayData:
-        from shallowflow.data.validate import validate_dataset
-
-        validate_dataset(self.X, self.y, source="data")
+        datagen.validate_dataset(self.X, self.y, source="data")
         return self
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.X, self.y
 
 
 DataSpec = Annotated[
@@ -196,7 +328,7 @@ DataSpec = Annotated[
 
 # ---------------------------------------------------------------------------------------- model
 class ModelSpec(_Strict):
-    """h(x) = kappa sum_j a_j sigma(<w_j, x>) (MATH.md §0.3)."""
+    """h(x) = kappa sum_j a_j sigma(<w_j, x>) (docs/math.md §0.3)."""
 
     width: int = Field(gt=0, description="number of hidden neurons p")
     kappa: Literal["1", "1/p"] = Field("1", description="output scale: 1 or 1/p (DPB)")
@@ -214,14 +346,42 @@ class ModelSpec(_Strict):
 
 
 # ----------------------------------------------------------------------------------------- init
-class DpbInit(_Strict):
-    """DPB (MATH.md §1.2): |a| - ||w|| ~ Exp(1); first layer Gaussian (paper) or uniform (code)."""
+class _InitBase(_Strict):
+    """An initialisation scheme: its fields and ``draw(key, p, X, y) -> Network`` (one run)."""
+
+    given: ClassVar[bool] = False
+    """True: a fixed network, the same for every run (not drawn from the run's key)."""
+
+    def draw(self, key: Array, p: int, X: Array, y: Array) -> Network:
+        """The initial network of one run on data X (n, d) (bias column included), y (n,).
+        Schemes homogeneous in their scale lambda return it at lambda = 1; the engine multiplies
+        by exp(log lambda) (or keeps log coordinates)."""
+        raise NotImplementedError
+
+    def check(self, model: ModelSpec, data: _DataBase, input_dim: int) -> None:
+        """Raise ValueError if the scheme cannot be used with this model and data (default:
+        always usable)."""
+
+    def check_labels(self, y: np.ndarray, width: int, run: int) -> None:
+        """Raise ConfigError if the scheme cannot start from run ``run``'s labels y (n,)
+        (default: any labels)."""
+
+
+class DpbInit(_InitBase):
+    """DPB (docs/math.md §1.2): |a| - ||w|| ~ Exp(1); first layer Gaussian (paper) or uniform (code).
+
+    ``first_layer_scale`` c multiplies W after a is drawn: (a, W) -> (a, c W) (the authors' later
+    Experiment-2 protocol takes c = 0.01); c = 1 is the paper's initialisation."""
 
     scheme: Literal["dpb"]
     first_layer: Literal["gaussian", "uniform"] = "gaussian"
+    first_layer_scale: float = Field(1.0, gt=0, description="multiplies W after a is drawn")
+
+    def draw(self, key: Array, p: int, X: Array, y: Array) -> Network:
+        return inits.dpb(key, p, X.shape[-1], self.first_layer, self.first_layer_scale)
 
 
-class _Scaled(_Strict):
+class _Scaled(_InitBase):
     """Schemes homogeneous in their scale lambda: give ``scale`` or its natural log ``log_scale``
     (for scales below the float range, e.g. log_scale = -1000 for lambda = exp(-1000))."""
 
@@ -247,11 +407,17 @@ class BalancedInit(_Scaled):
     scheme: Literal["balanced"]
     radial: Literal["fixed", "gaussian"] = "fixed"
 
+    def draw(self, key: Array, p: int, X: Array, y: Array) -> Network:
+        return inits.balanced(key, p, X.shape[-1], 1.0, False, self.radial)
+
 
 class GaussianInit(_Scaled):
     """Unbalanced Gaussian w ~ N(0, s^2 I), a ~ N(0, s^2) (BF 'unbalanced', MMV experiments)."""
 
     scheme: Literal["gaussian"]
+
+    def draw(self, key: Array, p: int, X: Array, y: Array) -> Network:
+        return inits.gaussian(key, p, X.shape[-1], 1.0, False)
 
 
 class DominatedInit(_Scaled):
@@ -259,17 +425,23 @@ class DominatedInit(_Scaled):
 
     scheme: Literal["dominated"]
 
+    def draw(self, key: Array, p: int, X: Array, y: Array) -> Network:
+        return inits.dominated(key, p, X.shape[-1], 1.0, False)
+
 
 class GivenInit(_Scaled):
-    """A given network, multiplied by the scale (1 unless ``scale`` or ``log_scale`` is given):
-    read from ``path`` (.npz with arrays ``a`` (p,) and ``W`` (p, d)) or given in memory as
-    arrays ``a`` and ``W``; to start from chosen directions and signs (e.g. the MATH.md §3.6
-    hand vector)."""
+    """A given network (a, W), from a file or in memory, times the scale (default 1).
 
+    Read from ``path`` (.npz with arrays ``a`` (p,) and ``W`` (p, d); read once, when the spec
+    is validated) or given in memory as arrays ``a`` and ``W``; to start from chosen directions
+    and signs (e.g. the docs/math.md §3.6 hand vector)."""
+
+    given: ClassVar[bool] = True
     scheme: Literal["given"]
     path: str | None = None
     a: FloatArray | None = None
     W: FloatArray | None = None
+    _loaded: _Loaded = PrivateAttr()
 
     @model_validator(mode="before")
     @classmethod
@@ -282,22 +454,32 @@ class GivenInit(_Scaled):
     def _readable(self) -> GivenInit:
         if (self.path is None) == (self.a is None and self.W is None):
             raise ValueError("path/a/W: give either init.path or the arrays init.a and init.W")
-        self.network()
+        if self.path is not None:
+            self._loaded = _Loaded(*load_given(self.path))
+        elif self.a is None or self.W is None:
+            raise ValueError("a/W: give both init.a and init.W")
+        else:
+            self._loaded = _Loaded(*check_given(self.a, self.W, "init.a/init.W"))
         return self
 
-    def network(self) -> tuple[Any, Any]:
+    def network(self) -> tuple[np.ndarray, np.ndarray]:
         """(a, W) of the given network, validated: finite, a (p,), W (p, d)."""
-        if self.path is not None:
-            return load_given(self.path)
-        if self.a is None or self.W is None:
-            raise ValueError("a/W: give both init.a and init.W")
-        return check_given(self.a, self.W, "init.a/init.W")
+        a, W = self._loaded.arrays
+        return a, W
+
+    def draw(self, key: Array, p: int, X: Array, y: Array) -> Network:
+        a, W = self.network()
+        return Network(jnp.asarray(a), jnp.asarray(W))
+
+    def check(self, model: ModelSpec, data: _DataBase, input_dim: int) -> None:
+        W = self.network()[1]
+        if W.shape != (model.width, input_dim):
+            raise ValueError(f"init.path: W has shape {W.shape}, the model needs (width, d) = "
+                             f"({model.width}, {input_dim})")
 
 
-def load_given(path: str) -> tuple[Any, Any]:
+def load_given(path: str) -> tuple[np.ndarray, np.ndarray]:
     """(a, W) from a .npz file, validated: finite, a (p,), W (p, d)."""
-    import numpy as np
-
     file = Path(path)
     if not file.is_file() or file.suffix != ".npz":
         raise ValueError(f"init.path: need an existing .npz file with arrays a and W, got {path!r}")
@@ -308,10 +490,8 @@ def load_given(path: str) -> tuple[Any, Any]:
     return check_given(a, W, f"init.path ({file.name})")
 
 
-def check_given(a: Any, W: Any, source: str) -> tuple[Any, Any]:
+def check_given(a: np.ndarray, W: np.ndarray, source: str) -> tuple[np.ndarray, np.ndarray]:
     """(a, W) validated: finite, a (p,), W (p, d)."""
-    import numpy as np
-
     if a.ndim != 1 or W.ndim != 2 or W.shape[0] != a.shape[0]:
         raise ValueError(f"{source}: need a (p,) and W (p, d), got {a.shape} and {W.shape}")
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(W))):
@@ -319,18 +499,47 @@ def check_given(a: Any, W: Any, source: str) -> tuple[Any, Any]:
     return a, W
 
 
-class GroupInit(_Strict):
-    """DPB group initialisation (§1.2) on orthogonal data; ||w_j|| = scale."""
+class GroupInit(_InitBase):
+    """DPB group initialisation (docs/math.md §1.2) on orthogonal data; ||w_j|| = scale."""
 
     scheme: Literal["group"]
     scale: float = Field(1.0, gt=0)
     direction: Literal["random", "aligned"] = "random"
 
+    def draw(self, key: Array, p: int, X: Array, y: Array) -> Network:
+        return inits.group(key, X, y, p, self.scale, self.direction)
 
-class PytorchInit(_Strict):
+    def check(self, model: ModelSpec, data: _DataBase, input_dim: int) -> None:
+        """Orthogonal data, no bias, and width dividing n (groups of k = n/p points)."""
+        if not data.orthogonal_rows:
+            raise ValueError(f"init.scheme: 'group' needs orthogonal or orthonormal data, "
+                             f"got data.kind={getattr(data, 'kind', None)!r}")
+        if model.bias:
+            raise ValueError("init.scheme: 'group' cannot be combined with model.bias")
+        n = data.n_samples
+        if n % model.width:
+            raise ValueError(
+                f"model.width: group init needs width dividing n = {n}, got {model.width}")
+
+    def check_labels(self, y: np.ndarray, width: int, run: int) -> None:
+        """Labels of one sign within each group of k = n/p consecutive points."""
+        k = y.shape[0] // width
+        signs = np.sign(y.reshape(width, k))
+        mixed = np.flatnonzero(~np.all(signs == signs[:, :1], axis=1) | (signs[:, 0] == 0))
+        if mixed.size:
+            raise ConfigError(
+                f"init.scheme: 'group' needs labels of one sign within each group of {k} "
+                f"consecutive points; run {run}: group(s) {mixed[:5].tolist()} have mixed or "
+                f"zero labels")
+
+
+class PytorchInit(_InitBase):
     """PyTorch nn.Linear default (He-uniform) for both layers (TBLEL Fig. 6)."""
 
     scheme: Literal["pytorch"]
+
+    def draw(self, key: Array, p: int, X: Array, y: Array) -> Network:
+        return inits.pytorch(key, p, X.shape[-1])
 
 
 InitSpec = Annotated[
@@ -339,9 +548,20 @@ InitSpec = Annotated[
 ]
 
 
+def _registry(union: Any, tag: str) -> dict[str, Any]:
+    """{tag value: spec class} of a discriminated union of spec classes."""
+    return {get_args(m.model_fields[tag].annotation)[0]: m for m in get_args(get_args(union)[0])}
+
+
+DATA_KINDS: dict[str, type[_DataBase]] = _registry(DataSpec, "kind")
+"""The data kinds: ``data.kind`` -> its spec class (shape, generator, one-line doc)."""
+INIT_SCHEMES: dict[str, type[_InitBase]] = _registry(InitSpec, "scheme")
+"""The initialisation schemes: ``init.scheme`` -> its spec class (``draw``, one-line doc)."""
+
+
 # ---------------------------------------------------------------------------------------- train
 class TrainSpec(_Strict):
-    """theta <- theta - lr * T * grad L; one step is ``lr`` units of flow time (MATH.md §0.3)."""
+    """theta <- theta - lr * T * grad L; one step is ``lr`` units of flow time (docs/math.md §0.3)."""
 
     loss: Literal["square", "mse", "exponential", "logistic"] = "square"
     reduction: Literal["mean", "sum"] = "mean"
@@ -354,14 +574,14 @@ class TrainSpec(_Strict):
     layers: Literal["both", "first"] = "both"
     stop_loss: float | None = Field(None, ge=0, description="freeze a run once L < stop_loss")
     dtype: Literal["float64", "float32"] = "float64"
-    engine: Literal["auto", "plain", "lognorm"] = Field(
-        "auto", description="lognorm: log-norm coordinates (auto: when lambda^2 underflows)")
+    parametrisation: Literal["auto", "plain", "lognorm"] = Field(
+        "auto", description="lognorm: the log-norm parametrisation (auto: when lambda^2 underflows)")
     balance: Literal["free", "tied"] = Field(
         "free", description="lognorm: 'free' is plain GD; 'tied' keeps a_j = s_j ||w_j|| exactly")
     activity_mask: Literal["auto", "on", "off"] = Field(
         "auto", description="persistent activity mask (auto: on for orthogonal data)")
-    reduce: Literal["auto", "on", "off"] = Field(
-        "auto", description="train in the data span (auto: when n < d or rows are orthogonal)")
+    span: Literal["auto", "on", "off"] = Field(
+        "auto", description="train in the span of the data (auto: when n < d or rows are orthogonal)")
     certify: int = Field(0, ge=0, le=2, description="rerun at lr/2 (1) and lr/4 (2)")
     certify_tol: float | None = Field(None, gt=0, description="required relative certificate")
 
@@ -377,8 +597,8 @@ class TrainSpec(_Strict):
             raise ValueError("batch_size: only for optimizer 'sgd' (gd is full batch)")
         if self.optimizer == "sgd" and self.activity_mask == "on":
             raise ValueError("activity_mask: 'on' needs full-batch GD, not sgd")
-        if self.optimizer == "sgd" and self.reduce == "on":
-            raise ValueError("reduce: 'on' needs full-batch GD, not sgd")
+        if self.optimizer == "sgd" and self.span == "on":
+            raise ValueError("span: 'on' needs full-batch GD, not sgd")
         if self.certify_tol is not None and self.certify == 0:
             raise ValueError("certify_tol: needs train.certify >= 1")
         return self
@@ -388,6 +608,10 @@ class TrainSpec(_Strict):
         if self.steps is not None:
             return self.steps
         return math.ceil(self.duration / self.lr - 1e-9)  # type: ignore[operator]
+
+
+RENAMED = {"train.engine": "train.parametrisation", "train.reduce": "train.span"}
+"""Old keys and their new names: an old key is refused with a message naming the new one."""
 
 
 class RecordSpec(_Strict):
@@ -401,7 +625,7 @@ class RecordSpec(_Strict):
     points: int = Field(100, ge=0, description="geometrically spaced record points")
     at_steps: tuple[Annotated[int, Field(ge=0)], ...] = Field(
         (), description="explicit record steps (e.g. an author's checkpoint list)")
-    at_times: tuple[Annotated[float, Field(ge=0, allow_inf_nan=False)], ...] = Field(
+    at_times: tuple[Annotated[float, Field(ge=0)], ...] = Field(
         (), description="explicit record flow times (step * lr), rounded to steps")
     probes: tuple[str, ...] = DEFAULT_PROBES
     snapshots: bool = Field(False, description="also record all hidden weights W")
@@ -429,32 +653,17 @@ class Experiment(_Strict):
 
     @model_validator(mode="after")
     def _cross(self) -> Experiment:
-        n = n_samples(self.data)
+        n = self.data.n_samples
         if self.train.batch_size is not None and self.train.batch_size > n:
             raise ValueError(
                 f"train.batch_size: must be <= n = {n}, got {self.train.batch_size}")
         if self.train.activity_mask == "on" and self.model.activation != "relu":
             raise ValueError("train.activity_mask: 'on' needs activation 'relu'")
-        if self.train.balance == "tied" and (self.train.engine == "plain"
+        if self.train.balance == "tied" and (self.train.parametrisation == "plain"
                                              or not isinstance(self.init, BalancedInit)):
             raise ValueError("train.balance: 'tied' needs init.scheme 'balanced' and the "
-                             "lognorm engine")
-        if isinstance(self.init, GivenInit):
-            _, W = self.init.network()
-            if W.shape != (self.model.width, self.input_dim):
-                raise ValueError(
-                    f"init.path: W has shape {W.shape}, the model needs (width, d) = "
-                    f"({self.model.width}, {self.input_dim})")
-        if isinstance(self.init, GroupInit):
-            if not isinstance(self.data, (OrthogonalData, OrthonormalData)):
-                raise ValueError(
-                    f"init.scheme: 'group' needs orthogonal or orthonormal data, "
-                    f"got data.kind={self.data.kind!r}")
-            if self.model.bias:
-                raise ValueError("init.scheme: 'group' cannot be combined with model.bias")
-            if n % self.model.width:
-                raise ValueError(
-                    f"model.width: group init needs width dividing n = {n}, got {self.model.width}")
+                             "log-norm parametrisation")
+        self.init.check(self.model, self.data, self.input_dim)
         return self
 
     # resolved numbers ------------------------------------------------------------------------
@@ -469,7 +678,8 @@ class Experiment(_Strict):
 
     @property
     def input_dim(self) -> int:
-        return input_dim(self.data) + (1 if self.model.bias else 0)
+        """d as the network sees it: the data's input dimension, + 1 with a hidden bias."""
+        return self.data.input_dim + (1 if self.model.bias else 0)
 
     @property
     def log_lambda(self) -> float | None:
@@ -477,67 +687,46 @@ class Experiment(_Strict):
         return self.init.log_lambda(self.model.width) if isinstance(self.init, _Scaled) else None
 
     def resolved(self) -> tuple[dict[str, Any], list[str]]:
-        """The 'auto' choices of ``train`` made concrete, and a note for each automatic choice."""
+        """The 'auto' choices of ``train`` made concrete (keys ``parametrisation``,
+        ``activity_mask``, ``span``), and a note for each automatic choice (docs/math.md §0.3):
+        the log-norm parametrisation when lambda^2 is below the smallest normal float or the
+        balance is tied; the activity mask for orthogonal data under ReLU full-batch GD; the
+        span of the data when the rows are orthogonal or n < d under full-batch GD."""
         t, notes = self.train, []
-        orthogonal_data = self.data.kind in ("orthogonal", "orthonormal")
-        engine = t.engine
-        if engine == "auto":
+        parametrisation = t.parametrisation
+        if parametrisation == "auto":
             tiny = 2.2250738585072014e-308 if t.dtype == "float64" else 1.1754944e-38
             lam = self.log_lambda
-            engine = "plain"
+            parametrisation = "plain"
             if (lam is not None and 2 * lam < math.log(tiny)) or t.balance == "tied":
-                engine = "lognorm"
+                parametrisation = "lognorm"
                 if t.balance != "tied":
                     notes.append(
-                        f"engine: lambda^2 = exp({2 * lam:.4g}) is below the smallest normal "
-                        f"{t.dtype} ({tiny:.3g}): using the log-norm engine (MATH.md §0.3)")
+                        f"parametrisation: lambda^2 = exp({2 * lam:.4g}) is below the smallest "
+                        f"normal {t.dtype} ({tiny:.3g}): using the log-norm parametrisation "
+                        f"(docs/math.md §0.3)")
+        orthogonal = self.data.orthogonal_rows
         mask = t.activity_mask
         if mask == "auto":
-            mask = "on" if (orthogonal_data and self.model.activation == "relu"
+            mask = "on" if (orthogonal and self.model.activation == "relu"
                             and t.optimizer == "gd") else "off"
             if mask == "on":
                 notes.append("activity_mask: on (orthogonal data: dead pairs never revive, "
-                             "MATH.md §0.3)")
-        reduce = t.reduce
-        if reduce == "auto":
-            n, d = n_samples(self.data), self.input_dim
-            reduce = "on" if t.optimizer == "gd" and (orthogonal_data or n < d) else "off"
-            if reduce == "on":
-                notes.append("reduce: training in the span of the data (lossless)")
-        return {"engine": engine, "activity_mask": mask == "on", "reduce": reduce == "on"}, notes
-
-
-def n_samples(data: Any) -> int:
-    """Number of samples n of a data spec, without generating it."""
-    fixed = {"three_point": 3, "two_point": 2}
-    if data.kind in fixed:
-        return fixed[data.kind]
-    if data.kind == "arrays":
-        return data.X.shape[0]
-    if data.kind == "file":
-        from shallowflow.data.files import load_file
-
-        return load_file(data.path)[0].shape[0]
-    return data.n
-
-
-def input_dim(data: Any) -> int:
-    """Input dimension d of a data spec (bias not included)."""
-    fixed = {"three_point": 1, "stewart": 1, "two_point": 2}
-    if data.kind in fixed:
-        return fixed[data.kind]
-    if data.kind == "arrays":
-        return data.X.shape[1]
-    if data.kind == "file":
-        from shallowflow.data.files import load_file
-
-        return load_file(data.path)[0].shape[1]
-    return data.d
+                             "docs/math.md §0.3)")
+        span = t.span
+        if span == "auto":
+            n, d = self.data.n_samples, self.input_dim
+            span = "on" if t.optimizer == "gd" and (orthogonal or n < d) else "off"
+            if span == "on":
+                notes.append("span: training in the span of the data (lossless)")
+        return {"parametrisation": parametrisation, "activity_mask": mask == "on",
+                "span": span == "on"}, notes
 
 
 # ---------------------------------------------------------------------------------- load / dump
 def format_validation_error(err: ValidationError) -> str:
-    """One line per problem: ``field.path: message (got value)``."""
+    """One line per problem: ``field.path: message (got value)``; an old key (:data:`RENAMED`)
+    is named with its new name."""
     lines = []
     for e in err.errors():
         loc = ".".join(str(x) for x in e["loc"])
@@ -545,7 +734,8 @@ def format_validation_error(err: ValidationError) -> str:
         got = e.get("input")
         shown = "" if isinstance(got, dict) or got is None else f" (got {got!r})"
         if e["type"] == "extra_forbidden":
-            msg = "unknown field (not allowed here; check the spelling)"
+            msg = (f"renamed to {RENAMED[loc]}" if loc in RENAMED
+                   else "unknown field (not allowed here; check the spelling)")
         lines.append(f"  {loc}: {msg}{shown}" if loc else f"  {msg}{shown}")
     return "invalid configuration:\n" + "\n".join(lines)
 

@@ -40,10 +40,10 @@ def first_crossing(values: np.ndarray, t: np.ndarray, levels: np.ndarray, *,
         return np.take_along_axis(v, idx, axis=-1)
 
     v0, v1, t0, t1 = at(values, prev), at(values, i), at(t, prev), at(t, i)
+    start = t0 if below_at_start == "start" else np.nan
     with np.errstate(divide="ignore", invalid="ignore"):  # i = 0: no interpolation
         frac = (v0 - levels) / (v0 - v1)
-    start = t0 if below_at_start == "start" else np.nan
-    out = np.where(i == 0, start, t0 + frac * (t1 - t0))
+        out = np.where(i == 0, start, t0 + frac * (t1 - t0))
     return np.where(below.any(axis=-1), out, np.nan)
 
 

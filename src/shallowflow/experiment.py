@@ -1,4 +1,5 @@
-"""From validated specs to trained batches: ``simulate(experiment) -> xarray.Dataset``.
+"""From validated specs to prepared and trained batches (the training entry point that groups
+runs into batches is :mod:`shallowflow.training`).
 
 A *run* is identified by (experiment, run index r). Its randomness comes only from keys derived
 from (seed, r), one stream per use: with run key k_r = fold_in(K(seed), r), the data key is
@@ -16,7 +17,6 @@ from __future__ import annotations
 import collections
 import itertools
 import json
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,11 +26,9 @@ import jax.numpy as jnp
 import numpy as np
 import xarray as xr
 
-from shallowflow import certificate
-from shallowflow import data as datagen
-from shallowflow import init as inits
+from shallowflow import certificate, enable_float64
 from shallowflow.activations import Activation
-from shallowflow.config import ConfigError, Experiment
+from shallowflow.config import Experiment
 from shallowflow.data.validate import validate_dataset
 from shallowflow.dynamics import EngineConfig, EngineResult, record_schedule
 from shallowflow.dynamics import simulate as engine_simulate
@@ -77,7 +75,7 @@ def engine_config(exp: Experiment, lr: float | None = None) -> EngineConfig:
         train_second_layer=exp.train.layers == "both",
         batch_size=exp.train.batch_size,
         probes=tuple(dict.fromkeys(probes)),
-        parametrisation=settings["engine"],
+        parametrisation=settings["parametrisation"],
         tied_balance=exp.train.balance == "tied",
         activity_mask=settings["activity_mask"],
     )
@@ -107,32 +105,6 @@ def _data_key(ref: RunRef) -> jax.Array:
     seed = ref.experiment.seed if spec.seed is None else spec.seed
     base = jax.random.fold_in(jax.random.PRNGKey(seed), ref.index if spec.per_run else 0)
     return jax.random.fold_in(base, DATA_STREAM)
-
-
-def generate(spec: Any, key: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """Generate (X, y) for a data spec (bias not yet appended)."""
-    kind = spec.kind
-    if kind == "sphere":
-        return datagen.sphere(key, spec.n, spec.d, spec.radius, spec.label_range)
-    if kind == "orthogonal":
-        return datagen.orthogonal(key, spec.n, spec.d, spec.basis, spec.norm_range,
-                                  spec.label_range)
-    if kind == "orthonormal":
-        return datagen.orthonormal(key, spec.n, spec.d, spec.basis, spec.labels)
-    if kind == "three_point":
-        return datagen.three_point()
-    if kind == "stewart":
-        return datagen.stewart(key, spec.n)
-    if kind == "two_point":
-        return datagen.two_point(spec.angle)
-    if kind == "teacher":
-        return datagen.teacher(key, spec.n, spec.d, spec.width, spec.inputs, spec.noise)
-    if kind == "file":
-        X, y = datagen.load_file(spec.path)
-        return jnp.asarray(X, jnp.float64), jnp.asarray(y, jnp.float64)
-    if kind == "arrays":
-        return jnp.asarray(spec.X, jnp.float64), jnp.asarray(spec.y, jnp.float64)
-    raise ConfigError(f"data.kind: unknown {kind!r}")
 
 
 def dataset_of(ref: RunRef) -> tuple[np.ndarray, np.ndarray]:
@@ -167,10 +139,10 @@ def _datasets(refs: Sequence[RunRef]) -> tuple[np.ndarray, np.ndarray]:
     spec, bias = exp.data, exp.model.bias
 
     def one(k: jax.Array) -> tuple[jax.Array, jax.Array]:
-        X, y = generate(spec, k)
+        X, y = spec.generate(k)
         return (add_bias_column(X) if bias else X), y
 
-    if spec.kind in ("file", "arrays"):  # given data (not generated): the same set for every run
+    if spec.given:  # not generated: the same set for every run
         X, y = (np.asarray(v) for v in one(_data_key(refs[0])))
         return (np.broadcast_to(X, (len(refs), *X.shape)),
                 np.broadcast_to(y, (len(refs), *y.shape)))
@@ -180,41 +152,23 @@ def _datasets(refs: Sequence[RunRef]) -> tuple[np.ndarray, np.ndarray]:
 
 
 # ------------------------------------------------------------------------------------------ init
-def init_network(exp: Experiment, key: jax.Array, X: jax.Array, y: jax.Array) -> Network:
-    """The initial network of one run. Schemes homogeneous in their scale lambda return the
-    network at lambda = 1; the engine multiplies by exp(log lambda) (or keeps log coordinates)."""
-    spec, p, d = exp.init, exp.model.width, X.shape[-1]
-    if spec.scheme == "dpb":
-        return inits.dpb(key, p, d, spec.first_layer)
-    if spec.scheme == "balanced":
-        return inits.balanced(key, p, d, 1.0, False, spec.radial)
-    if spec.scheme == "gaussian":
-        return inits.gaussian(key, p, d, 1.0, False)
-    if spec.scheme == "dominated":
-        return inits.dominated(key, p, d, 1.0, False)
-    if spec.scheme == "group":
-        return inits.group(key, X, y, p, spec.scale, spec.direction)
-    if spec.scheme == "given":
-        a, W = spec.network()
-        return Network(jnp.asarray(a), jnp.asarray(W))
-    if spec.scheme == "pytorch":
-        return inits.pytorch(key, p, d)
-    raise ConfigError(f"init.scheme: unknown {spec.scheme!r}")
+def _initial_networks(exp: Experiment, init_keys: jax.Array, X: np.ndarray, y: np.ndarray,
+                      shared: bool) -> Network:
+    """The initial networks of a batch, a (R, p) and W (R, p, d): ``exp.init.draw`` per run key
+    in one compiled, vmapped call; a given network is the same for every run (not drawn)."""
+    spec, p, R = exp.init, exp.model.width, init_keys.shape[0]
+    Xj, yj = jnp.asarray(X), jnp.asarray(y)
+    if spec.given:
+        a, W = spec.draw(init_keys[0], p, Xj, yj)
+        return Network(jnp.broadcast_to(a, (R, *a.shape)), jnp.broadcast_to(W, (R, *W.shape)))
+    axis = None if shared else 0
+    init_key = f"init {spec.model_dump_json()} {exp.model.model_dump_json()} shared={shared}"
+    return _quick_jit(init_key, lambda: jax.vmap(lambda k, Xr, yr: spec.draw(k, p, Xr, yr),
+                                                 in_axes=(0, axis, axis)))(init_keys, Xj, yj)
 
 
 def run_key(ref: RunRef) -> jax.Array:
     return jax.random.fold_in(jax.random.PRNGKey(ref.experiment.seed), ref.index)
-
-
-def _check_group_labels(exp: Experiment, y: np.ndarray, index: int) -> None:
-    k = y.shape[0] // exp.model.width
-    signs = np.sign(y.reshape(exp.model.width, k))
-    mixed = np.flatnonzero(~np.all(signs == signs[:, :1], axis=1) | (signs[:, 0] == 0))
-    if mixed.size:
-        raise ConfigError(
-            f"init.scheme: 'group' needs labels of one sign within each group of {k} consecutive "
-            f"points; run {index}: group(s) {mixed[:5].tolist()} have mixed or zero labels"
-        )
 
 
 # ----------------------------------------------------------------------------------------- batch
@@ -232,7 +186,7 @@ class BatchInputs:
     schedule: np.ndarray
     dtype: str
     log_scale: np.ndarray | None  # (R,) log lambda per run, or None (scale-free schemes)
-    reduce: bool
+    span: bool
     notes: list[str]
 
 
@@ -242,6 +196,8 @@ def prepare_batch(refs: Sequence[RunRef]) -> BatchInputs:
     if not refs:
         raise ValueError("refs: need at least one run")
     first = refs[0].experiment
+    if first.train.dtype == "float64":
+        enable_float64()  # every training path prepares its batches here
     sig = static_signature(first)
     for r in refs[1:]:
         if static_signature(r.experiment) != sig:
@@ -253,21 +209,12 @@ def prepare_batch(refs: Sequence[RunRef]) -> BatchInputs:
     Xs, ys = _datasets(refs[:1] if shared else refs)
     for i in range(len(Xs)):
         validate_dataset(Xs[i], ys[i], source=f"data (run {refs[i].index})")
-        if first.init.scheme == "group":
-            _check_group_labels(first, ys[i], refs[i].index)
+        first.init.check_labels(ys[i], first.model.width, refs[i].index)
     X, y = (Xs[0], ys[0]) if shared else (Xs, ys)
     keys = jnp.stack([run_key(r) for r in refs])
     init_keys = jax.vmap(lambda k: jax.random.fold_in(k, INIT_STREAM))(keys)
     sgd_keys = jax.vmap(lambda k: jax.random.fold_in(k, SGD_STREAM))(keys)
-    Xj, yj = jnp.asarray(X), jnp.asarray(y)
-    axis = None if shared else 0
-    init_key = (f"init {first.init.model_dump_json()} {first.model.model_dump_json()} "
-                f"shared={shared}")
-    if first.init.scheme == "given" and first.init.path is not None:
-        # read when traced: a rewritten file must be read again
-        init_key += f" mtime={os.stat(first.init.path).st_mtime_ns}"
-    net0 = _quick_jit(init_key, lambda: jax.vmap(lambda k, Xr, yr: init_network(first, k, Xr, yr),
-                                                 in_axes=(0, axis, axis)))(init_keys, Xj, yj)
+    net0 = _initial_networks(first, init_keys, X, y, shared)
     log_scale = (None if first.log_lambda is None
                  else np.array([r.experiment.log_lambda for r in refs]))
     settings, notes = first.resolved()
@@ -276,7 +223,7 @@ def prepare_batch(refs: Sequence[RunRef]) -> BatchInputs:
     stop = np.array([np.inf * -1 if r.experiment.train.stop_loss is None
                      else r.experiment.train.stop_loss for r in refs])
     return BatchInputs(refs, engine_config(first), net0, X.astype(dtype), y.astype(dtype), stop,
-                       sgd_keys, batch_schedule(refs), dtype, log_scale, settings["reduce"], notes)
+                       sgd_keys, batch_schedule(refs), dtype, log_scale, settings["span"], notes)
 
 
 def to_dataset(batch: BatchInputs, result: EngineResult) -> xr.Dataset:
@@ -316,15 +263,15 @@ def to_dataset(batch: BatchInputs, result: EngineResult) -> xr.Dataset:
         "reduction": exp.train.reduction,
         "dtype": batch.dtype,
         "time_units": "flow time: step * lr (dtheta/dt = -T grad L)",
-        "engine": batch.config.parametrisation,
+        "parametrisation": batch.config.parametrisation,
         "balance": "tied" if batch.config.tied_balance else "free",
         "activity_mask": int(batch.config.activity_mask),
-        "reduced": int(batch.reduce),
+        "span": int(batch.span),
         "notes": "\n".join(batch.notes),
     }
     ds = xr.Dataset(variables, coords=coords, attrs=attrs)
     if batch.log_scale is not None and np.all(batch.log_scale < 0):
-        # TBLEL's accelerated time t / log(1/lambda) (MATH.md §3.2)
+        # TBLEL's accelerated time t / log(1/lambda) (docs/math.md §3.2)
         ds = ds.assign_coords(time_accelerated=(("run", "time"),
                                                 ds.time.values[None] / -batch.log_scale[:, None]))
         ds = ds.assign_coords(init_scale=("run", np.exp(batch.log_scale)))
@@ -340,13 +287,7 @@ def _run_engine(batch: BatchInputs, level: int = 0,
     cfg = engine_config(exp, exp.train.lr / 2**level)
     return engine_simulate(cfg, batch.net0, batch.X, batch.y, batch.schedule * 2**level,
                            batch.stop_loss, batch.keys, progress=progress,
-                           log_scale=batch.log_scale, reduce=batch.reduce)
-
-
-def simulate_refs(refs: Sequence[RunRef],
-                  progress: Callable[[int, int], None] | None = None) -> xr.Dataset:
-    """Train one batch of shape-compatible runs and return its Dataset."""
-    return run_batch(prepare_batch(refs), progress)
+                           log_scale=batch.log_scale, span=batch.span)
 
 
 def run_batch(batch: BatchInputs,
@@ -384,13 +325,6 @@ def _certify(ds: xr.Dataset, batch: BatchInputs, result: EngineResult, levels: i
     if tol is not None:
         ds["certified"] = ("run", rel[:, 0] <= tol)
     return ds
-
-
-def simulate(exp: Experiment, runs: Sequence[int] | None = None,
-             progress: Callable[[int, int], None] | None = None) -> xr.Dataset:
-    """Train the runs of ``exp`` (all, or the given run indices) in one batch."""
-    indices = range(exp.runs) if runs is None else runs
-    return simulate_refs([RunRef(exp, int(i)) for i in indices], progress)
 
 
 def batch_data(batch: BatchInputs) -> xr.Dataset:

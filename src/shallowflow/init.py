@@ -1,4 +1,4 @@
-"""Initialisation schemes: pure functions ``key -> Network`` (MATH.md §1.2, §2.2, §3.1, §3.7, §4.1).
+"""Initialisation schemes: pure functions ``key -> Network`` (docs/math.md §1.2, §2.2, §3.1, §3.7, §4.1).
 
 Every scheme takes a ``jax.random`` key, the width p and the input dimension d (bias coordinate
 included) and returns a :class:`~shallowflow.network.Network`. ``scale`` is the paper's lambda (BF,
@@ -8,6 +8,7 @@ TBLEL) or alpha / epsilon (MMV); ``width_scaling`` divides it by sqrt(p) (BF eq.
 |-----------------|------------------------------------------|--------------------------------------|
 | dpb (gaussian)  | N(0, I/d)                                | eps_j (||w_j|| + E_j), E_j ~ Exp(1)  |
 | dpb (uniform)   | U(-1/sqrt d, 1/sqrt d) entries (code)    | same                                 |
+| dpb, scale c    | c w_j, drawn as above (c = 1: the paper) | drawn from the unscaled w_j          |
 | balanced        | s * uniform direction (norm exactly s)   | eps_j ||w_j||                        |
 | balanced_gauss. | N(0, s^2 I)                              | eps_j ||w_j||                        |
 | gaussian        | N(0, s^2 I)                              | N(0, s^2)  (unbalanced; MMV's small) |
@@ -42,10 +43,13 @@ def dpb(
     p: int,
     d: int,
     first_layer: Literal["gaussian", "uniform"] = "gaussian",
+    first_layer_scale: float = 1.0,
     dtype: jnp.dtype = jnp.float64,
 ) -> Network:
-    """DPB (MATH.md §1.2): paper w ~ N(0, I/d), or code U(-1/sqrt d, 1/sqrt d) entries;
-    a_j = eps_j (||w_j|| + E_j) with E_j ~ Exp(1), so |a_j| - ||w_j|| ~ Exp(1) (Assumption 1)."""
+    """DPB (docs/math.md §1.2): paper w ~ N(0, I/d), or code U(-1/sqrt d, 1/sqrt d) entries;
+    a_j = eps_j (||w_j|| + E_j) with E_j ~ Exp(1), so |a_j| - ||w_j|| ~ Exp(1) (Assumption 1).
+    Then W <- c W with c = ``first_layer_scale`` (a unchanged; the authors' later Experiment-2
+    protocol takes c = 0.01, so |a_j| - ||w_j|| >= Exp(1) there)."""
     kw, ks, ke = jax.random.split(key, 3)
     if first_layer == "gaussian":
         W = jax.random.normal(kw, (p, d), dtype) / jnp.sqrt(d)
@@ -57,6 +61,8 @@ def dpb(
     a = _rademacher(ks, (p,), dtype) * (
         jnp.linalg.norm(W, axis=1) + jax.random.exponential(ke, (p,), dtype)
     )
+    if first_layer_scale != 1.0:  # c = 1 adds no operation: the paper's numbers bit for bit
+        W = first_layer_scale * W
     return Network(a, W)
 
 
@@ -69,7 +75,7 @@ def balanced(
     radial: Literal["fixed", "gaussian"] = "fixed",
     dtype: jnp.dtype = jnp.float64,
 ) -> Network:
-    """Balanced start a_j = eps_j ||w_j|| (MATH.md §3.1 Assumption 3, §2.2 'balanced').
+    """Balanced start a_j = eps_j ||w_j|| (docs/math.md §3.1 Assumption 3, §2.2 'balanced').
 
     ``radial="fixed"``: w_j = s * u_j with u_j uniform on the sphere, so ||w_j|| = |a_j| = s (TBLEL).
     ``radial="gaussian"``: w_j ~ N(0, s^2 I) (BF code, and MMV's eps W_0 with s = eps/sqrt(d)).
@@ -109,7 +115,7 @@ def dominated(
 
 def pytorch(key: Array, p: int, d: int, dtype: jnp.dtype = jnp.float64) -> Network:
     """PyTorch's nn.Linear default (He-uniform, a = sqrt 5): W entries U(-1/sqrt d, 1/sqrt d),
-    a entries U(-1/sqrt p, 1/sqrt p) (TBLEL Fig. 6, MATH.md §3.7)."""
+    a entries U(-1/sqrt p, 1/sqrt p) (TBLEL Fig. 6, docs/math.md §3.7)."""
     kw, ka = jax.random.split(key)
     bw, ba = 1.0 / jnp.sqrt(d), 1.0 / jnp.sqrt(p)
     return Network(
@@ -126,7 +132,7 @@ def group(
     scale: float = 1.0,
     direction: Literal["random", "aligned"] = "random",
 ) -> Network:
-    """Group initialisation (DPB §4.1 eq.9, MATH.md §1.2) for orthogonal inputs.
+    """Group initialisation (DPB §4.1 eq.9, docs/math.md §1.2) for orthogonal inputs.
 
     The n points split into p consecutive groups of k = n/p. Neuron j is
     w_j = c_j sum_{i in group j} u_ij x_i / ||x_i||^2 with u_ij > 0, so <w_j, x_i> = c_j u_ij > 0 on

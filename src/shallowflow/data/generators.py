@@ -1,4 +1,4 @@
-"""Synthetic data generators: pure functions ``key -> (X, y)`` (MATH.md §1.3, §2.4, §2.5, §3.7, §4.3).
+"""Synthetic data generators: pure functions ``key -> (X, y)`` (docs/math.md §1.3, §2.4, §2.5, §3.7, §4.3).
 
 | generator   | inputs                                                   | labels                      |
 |-------------|----------------------------------------------------------|-----------------------------|
@@ -23,7 +23,7 @@ F64 = jnp.float64
 
 
 def signed_uniform(key: Array, n: int, low: float = 1.0, high: float = 2.0) -> Array:
-    """y_i = eps_i zeta_i with eps_i ~ U{-1, +1} and zeta_i ~ U[low, high] (MATH.md §1.3)."""
+    """y_i = eps_i zeta_i with eps_i ~ U{-1, +1} and zeta_i ~ U[low, high] (docs/math.md §1.3)."""
     ks, km = jax.random.split(key)
     return jax.random.rademacher(ks, (n,)).astype(F64) * jax.random.uniform(km, (n,), F64, low, high)
 
@@ -66,7 +66,7 @@ def orthonormal(
     key: Array, n: int, d: int, basis: Literal["canonical", "random"] = "canonical",
     labels: Literal["abs_normal", "normal"] = "abs_normal",
 ) -> tuple[Array, Array]:
-    """TBLEL (MATH.md §3.7): unit orthonormal inputs, labels |N(0, 1)| (Fig. 1) or N(0, 1) (Fig. 5)."""
+    """TBLEL (docs/math.md §3.7): unit orthonormal inputs, labels |N(0, 1)| (Fig. 1) or N(0, 1) (Fig. 5)."""
     kb, ky = jax.random.split(key)
     y = jax.random.normal(ky, (n,), F64)
     if labels == "abs_normal":
@@ -77,7 +77,7 @@ def orthonormal(
 
 
 def three_point() -> tuple[Array, Array]:
-    """BF's 3-point data as in the authors' code (MATH.md §2.4): 1-D inputs, use with a bias."""
+    """BF's 3-point data as in the authors' code (docs/math.md §2.4): 1-D inputs, use with a bias."""
     return jnp.array([[-0.75], [-0.5], [0.125]], F64), jnp.array([1.1, 0.1, 0.8], F64)
 
 
@@ -86,14 +86,14 @@ STEWART_VALUES = (0.0, 0.7, 0.5, 1.0, 0.0, 1.0, 0.6, 0.7, 0.0)
 
 
 def stewart(key: Array, n: int = 40) -> tuple[Array, Array]:
-    """BF App. B.2 (MATH.md §2.5): x ~ U[-1, 1], y = piecewise-linear teacher through the knots."""
+    """BF App. B.2 (docs/math.md §2.5): x ~ U[-1, 1], y = piecewise-linear teacher through the knots."""
     x = jax.random.uniform(key, (n,), F64, -1.0, 1.0)
     y = jnp.interp(x, jnp.array(STEWART_KNOTS, F64), jnp.array(STEWART_VALUES, F64))
     return x[:, None], y
 
 
 def two_point(angle: float = 0.1) -> tuple[Array, Array]:
-    """MMV A.2/A.3 (MATH.md §4.3): x1 = (1, 0), x2 = (sin angle, cos angle), both labelled +1."""
+    """MMV A.2/A.3 (docs/math.md §4.3): x1 = (1, 0), x2 = (sin angle, cos angle), both labelled +1."""
     X = jnp.array([[1.0, 0.0], [jnp.sin(angle), jnp.cos(angle)]], F64)
     return X, jnp.ones(2, F64)
 

@@ -1,4 +1,4 @@
-"""Plain parametrisation: the engine state is (a (R, p), Wt (d, R, p)) itself (MATH.md §0.3).
+"""Plain parametrisation: the engine state is (a (R, p), Wt (d, R, p)) itself (docs/math.md §0.3).
 
     a  <- a  - eta T dL/da,        Wt <- Wt - eta T dL/dWt
 """
@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import jax.numpy as jnp
 from jax import Array
 
+from shallowflow.dynamics.parametrisation import PlainView
 from shallowflow.network import BatchGradient
 
 
@@ -17,13 +19,42 @@ class PlainParams(NamedTuple):
     Wt: Array  # (d, R, p)
 
 
-def weights(params: PlainParams) -> tuple[Array, Array]:
-    """(a, Wt) as the network uses them."""
-    return params.a, params.Wt
+class Plain:
+    """The :class:`~shallowflow.dynamics.parametrisation.Parametrisation` on the weights."""
+
+    name = "plain"
+    tied_balance = False
+    log_final = False
+
+    def initial(self, a: Array, Wt: Array, log_scale: Array | None, tied: bool) -> PlainParams:
+        """(lambda a, lambda Wt); unscaled when ``log_scale`` is None (``tied`` is unavailable)."""
+        if log_scale is not None:
+            a, Wt = jnp.exp(log_scale)[:, None] * a, jnp.exp(log_scale)[None, :, None] * Wt
+        return PlainParams(a, Wt)
+
+    def weights(self, params: PlainParams) -> tuple[Array, Array]:
+        """(a, Wt) as the network uses them."""
+        return params.a, params.Wt
+
+    def update(self, params: PlainParams, bg: BatchGradient, rate: float, kappa: float,
+               train_a: bool, tied: bool) -> PlainParams:
+        """One GD step of size rate = eta T (``kappa`` and ``tied`` are not used)."""
+        a = params.a - rate * bg.grad_a if train_a else params.a
+        return PlainParams(a, params.Wt - rate * bg.grad_Wt)
+
+    def view(self, params: PlainParams, bg: BatchGradient | None, perp_sq: Array,
+             log_perp_sq: Array, kappa: float, train_a: bool) -> PlainView:
+        """log ||w_j|| = log(||Wt_j||^2 + ||w_perp||^2) / 2, log |a_j|, and ||grad L||^2 =
+        ||dL/dWt||^2 (+ ||dL/da||^2 when the second layer trains)."""
+        a, Wt = params
+        log_w = 0.5 * jnp.log(jnp.sum(Wt**2, axis=0) + perp_sq)
+        log_a = jnp.log(jnp.abs(a))
+        grad_norm_sq = None
+        if bg is not None:
+            grad_norm_sq = jnp.sum(bg.grad_Wt**2, axis=(0, 2))
+            if train_a:
+                grad_norm_sq = grad_norm_sq + jnp.sum(bg.grad_a**2, axis=1)
+        return PlainView(a, Wt, log_w, log_a, grad_norm_sq)
 
 
-def update(params: PlainParams, bg: BatchGradient, rate: float, train_a: bool) -> PlainParams:
-    """One GD step of size rate = eta T."""
-    a = params.a - rate * bg.grad_a if train_a else params.a
-    return PlainParams(a, params.Wt - rate * bg.grad_Wt)
-
+PLAIN = Plain()

@@ -1,4 +1,4 @@
-"""The DPB convergence protocol (MATH.md §1.3, §1.4(12)-(13); paper App. B, Experiment 1).
+"""The DPB convergence protocol (docs/math.md §1.3, §1.4(12)-(13); paper App. B, Experiment 1).
 
 For each n: ``runs`` networks, each with its own data set (sphere data x = rho u, rho ~ U[1, 2],
 labels eps U[1, 2]) and its own initialisation, p = p(n, 0.05) neurons unless fixed, trained by GD
@@ -10,22 +10,28 @@ L < 1/(2n). Since C_y^- >= 1 the text's threshold is the larger one, so a run st
 code's threshold has passed the text's on the way. The text's rule (stop as soon as the loss is
 below C_y^-/(2n)) is read as: the smallest recorded loss (40 geometric record points and the
 end) is below C_y^-/(2n); ``text_rule_gap`` counts runs for which that differs from the final
-loss being below it, and ``max_rise`` is the largest relative loss increase between records.
-The normalised final loss is L_end/L(0), counted as 0 for converged runs (§1.4(13)).
+loss being below it, and ``max_rise`` is the largest relative loss increase between records
+(:func:`shallowflow.curves.max_rise`). The normalised final loss is L_end/L(0), counted as 0 for
+converged runs (§1.4(13)).
+
+A grid (dims ``n, run``) is what :func:`convergence_grid` returns; a reproduction saves several
+grids (different n and run counts) as one Dataset with :func:`stack_grids` (dims ``grid, n,
+run``, padded, with the mask ``in_grid`` and the run count ``grid_runs``) and gets each back,
+exactly, with :func:`grid_part`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 
 import numpy as np
 import xarray as xr
 
 from shallowflow.config import Experiment, experiment_from_mapping
-from shallowflow.experiment import BatchInputs, RunRef, prepare_batch, run_batch
-from shallowflow.progress import step_progress
+from shallowflow.curves import max_rise
 from shallowflow.theory.good_init import good_init_event, neurons_for
 from shallowflow.theory.training_budget import budget
+from shallowflow.training import Train
 
 
 def convergence_experiment(n: int, d: int, p: int | None, runs: int, seed: int,
@@ -44,20 +50,12 @@ def convergence_experiment(n: int, d: int, p: int | None, runs: int, seed: int,
     })
 
 
-def train_runs(exp: Experiment, runs: Sequence[int], label: str,
-               show_progress: bool = True) -> tuple[BatchInputs, xr.Dataset]:
-    """Prepare and train the runs ``runs`` of ``exp`` in one batch behind a progress bar labelled
-    ``label``; return the batch (its data X, y) and the trained Dataset."""
-    batch = prepare_batch([RunRef(exp, r) for r in runs])
-    with step_progress(label, show_progress) as update:
-        return batch, run_batch(batch, update)
-
-
-def run_point(exp: Experiment, show_progress: bool = True) -> xr.Dataset:
-    """Train the runs of one grid point; return per-run summaries (dimension run)."""
-    batch, ds = train_runs(exp, range(exp.runs), f"{exp.name} ({exp.runs} runs)", show_progress)
+def point_summary(exp: Experiment, ds: xr.Dataset) -> xr.Dataset:
+    """Per-run summaries (dimension run) of the trained runs ``ds`` of one grid point, trained
+    with their data (``keep_data``): losses, both convergence rules (C_y^- = min_i |y_i|,
+    docs/math.md §1.3), stop time and the good-initialisation event I (§1.4(5))."""
     n = exp.data.n
-    y = np.asarray(batch.y)
+    y = ds.y.values
     cy_minus = np.abs(y).min(axis=-1)
     loss = ds.loss.values
     final, initial = loss[:, -1], loss[:, 0]
@@ -70,7 +68,7 @@ def run_point(exp: Experiment, show_progress: bool = True) -> xr.Dataset:
             "initial_loss": ("run", initial),
             "final_loss": ("run", final),
             "min_recorded_loss": ("run", smallest),
-            "max_rise": ("run", _max_rise(loss)),
+            "max_rise": ("run", max_rise(loss)),
             "text_rule_gap": ("run", converged_text != (final < text_threshold)),
             "C_y_minus": ("run", cy_minus),
             "converged_text": ("run", converged_text),
@@ -78,30 +76,23 @@ def run_point(exp: Experiment, show_progress: bool = True) -> xr.Dataset:
             "diverged": ("run", ds.diverged.values),
             "stop_time": ("run", stop_time),
             "good_init": ("run", np.asarray(good_init_event(ds.a_init.values, ds.W_init.values,
-                                                             np.asarray(batch.X), y))),
+                                                             ds.X.values, y))),
         },
         coords={"run": np.arange(exp.runs)},
         attrs={"n": n, "d": exp.data.d, "p": exp.model.width, "budget": exp.train.duration},
     )
 
 
-def _max_rise(loss: np.ndarray) -> np.ndarray:
-    """Largest relative increase of the loss between consecutive records, per run (finite
-    records only; diverged runs are flagged separately)."""
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        rise = np.diff(loss, axis=1) / loss[:, :-1]
-    rise = np.where(np.isfinite(rise), rise, -np.inf)
-    return rise.max(axis=1, initial=-np.inf)
-
-
 def convergence_grid(ns: Sequence[int], d: int, p: int | None, runs: int, seed: int,
-                     first_layer: str = "gaussian", show_progress: bool = True) -> xr.Dataset:
-    """Run the protocol at every n; result with dimensions (n, run)."""
-    parts = []
-    for k, n in enumerate(ns):
-        exp = convergence_experiment(int(n), d, p, runs, seed + 1000 * k, first_layer)
-        parts.append(run_point(exp, show_progress).expand_dims(n=[int(n)])
-                     .assign_coords(p=("n", [exp.model.width])))
+                     train: Train, first_layer: str = "gaussian") -> xr.Dataset:
+    """Run the protocol at every n (seed + 1000 k at the k-th n; one batch per n: the
+    experiments differ in n); result with dimensions (n, run) and the width p on n."""
+    exps = [convergence_experiment(int(n), d, p, runs, seed + 1000 * k, first_layer)
+            for k, n in enumerate(ns)]
+    trained = train(exps, label=f"d = {d}, {len(exps)} n ({runs} runs each)", keep_data=True)
+    parts = [point_summary(exp, ds).expand_dims(n=[exp.data.n])
+             .assign_coords(p=("n", [exp.model.width])) for exp, ds in zip(exps, trained,
+                                                                           strict=True)]
     out = xr.concat(parts, dim="n", combine_attrs="drop")
     out.attrs.update({"d": d, "first_layer": first_layer})
     return out
@@ -113,3 +104,35 @@ def summarise(grid: xr.Dataset, rule: str = "text") -> xr.Dataset:
     ratio = xr.where(conv, 0.0, grid.final_loss / grid.initial_loss)
     return xr.Dataset({"probability": conv.mean("run"), "successes": conv.sum("run"),
                        "trials": conv.count("run"), "normalised_final_loss": ratio.mean("run")})
+
+
+# ------------------------------------------------------------------- several grids, one Dataset
+def _fill(da: xr.DataArray) -> object:
+    """Padding value of a grid variable: False, NaN or 0 by dtype."""
+    if da.dtype == bool:
+        return False
+    return np.nan if np.issubdtype(da.dtype, np.floating) else 0
+
+
+def stack_grids(grids: Sequence[xr.Dataset], labels: Sequence[Hashable]) -> xr.Dataset:
+    """Grids (dims ``n, run``, p on n) with different n and run counts as one Dataset on ``grid,
+    n, run`` (``grid`` = ``labels``; n the union, run up to the largest count), padded with
+    False/NaN/0; ``in_grid (grid, n)`` and ``grid_runs (grid)`` say what each grid holds."""
+    ns = np.unique(np.concatenate([g.n.values for g in grids]))
+    runs = np.arange(max(g.sizes["run"] for g in grids))
+    parts = []
+    for g in grids:
+        g = g.reset_coords("p").drop_attrs()
+        g = g.assign(in_grid=("n", np.ones(g.sizes["n"], bool)))
+        fill = {k: _fill(v) for k, v in g.data_vars.items()}
+        parts.append(g.reindex(n=ns, run=runs, fill_value=fill))
+    out = xr.concat(parts, dim="grid").assign_coords(grid=list(labels))
+    return out.assign(grid_runs=("grid", [g.sizes["run"] for g in grids]))
+
+
+def grid_part(ds: xr.Dataset, k: int) -> xr.Dataset:
+    """The ``k``-th grid of :func:`stack_grids`, exactly as it was stacked (dims ``n, run``)."""
+    g = ds.isel(grid=k)
+    g = g.isel(n=np.flatnonzero(g.in_grid.values), run=slice(0, int(g.grid_runs)))
+    per_grid = [k for k, v in ds.coords.items() if "grid" in v.dims]  # e.g. a label's init
+    return g.drop_vars([*per_grid, "in_grid", "grid_runs"]).set_coords("p")

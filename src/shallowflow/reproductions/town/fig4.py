@@ -1,27 +1,57 @@
 """town-fig4: neuron norms and directions around the first jump.
 
-Paper (003 Fig. 4, App. A.3; MATH.md §3.2, §3.4): same training as Fig. 1; the six neurons' norm
-(log scale) and direction projected on a random 2-D plane at several epochs: the neurons first
-turn to Algorithm 1's directions D_j^(0)/||D_j^(0)|| (eq.9) while their norms grow exponentially;
-just before τ_1 one neuron has a significant norm; just after τ_1 the unfitted neurons turn
-quickly to their new directions D_j^(1). The paper's snapshots are at epochs 506 000, 508 000,
-510 000 and 538 000 with τ_1 at about epoch 507 000. Here the snapshot times are chosen from the
-limit process: 0, τ_1/2, 0.98 τ_1, τ_1, 1.02 τ_1 and midway between τ_2 and τ_3 (after the second
-jump; 1.1 τ_2 if there are only two jumps), recorded exactly (probe "W").
+Paper (003 Fig. 4, App. A.3; docs/math.md §3.2, §3.4): same training as Fig. 1; the six neurons'
+norm (log scale) and direction projected on a random 2-D plane at several epochs: the neurons
+first turn to Algorithm 1's directions D_j^(0)/||D_j^(0)|| (eq.9) while their norms grow
+exponentially; just before τ_1 one neuron has a significant norm; just after τ_1 the unfitted
+neurons turn quickly to their new directions D_j^(1). The paper's snapshots are at epochs
+506 000, 508 000, 510 000 and 538 000 with τ_1 at about epoch 507 000. Here the snapshot times
+are chosen from the limit process: 0, τ_1/2, 0.98 τ_1, τ_1, 1.02 τ_1 and midway between τ_2 and
+τ_3 (after the second jump; 1.1 τ_2 if there are only two jumps), recorded exactly (probe "W").
+
+Saved Dataset (``results.nc``): at each ``snapshot`` the hidden weights ``W``, the log-norms,
+the accelerated time and step, and the cosines of every neuron's direction with Algorithm 1's
+D_j^(0) (``cos_old``) and D_j^(1) (``cos_new``); the final log-norms, the data, the initial
+network and the limit process's inputs (:func:`~shallowflow.reproductions.town.setup.limit_of`).
 """
 
 from __future__ import annotations
 
 import math
+from typing import Annotated, Literal
 
-import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
+from pydantic import Field
 
-from shallowflow.reproductions.base import Context, Reproduction, register
+from shallowflow.labels import lambda_label
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register
 from shallowflow.reproductions.claims import Claim
-from shallowflow.reproductions.town.setup import limit_processes, log10_label, simulate_scales
+from shallowflow.reproductions.town.setup import (
+    limit_of,
+    limit_processes,
+    process_vars,
+    simulate_scales,
+)
 from shallowflow.theory.saddle_process import SaddleProcess
+from shallowflow.training import Train
+
+
+class Fig4Params(Params):
+    """Parameters of town-fig4."""
+
+    n: int = Field(ge=2, description="number of points n = d (X = I)")
+    m: int = Field(ge=1, description="network width")
+    seed: int = Field(ge=0, description="seed of the labels and the initialisation")
+    log10_lambda: Annotated[float, Field(lt=0)] = Field(
+        description="decimal log of the initial scale lambda")
+    lr: float = Field(gt=0, description="GD learning rate on the MSE (1/n) sum r^2")
+    record_dt: float = Field(gt=0, description="record every this much flow time (besides the "
+                                               "snapshots)")
+    balance: Literal["free", "tied"] = Field(
+        description="log-norm engine balance ('free': plain GD up to rounding)")
+    plane_seed: int = Field(ge=0, description="seed of the random projection plane of the figure")
+
 
 PRESETS = {
     "quick": {"n": 64, "m": 6, "seed": 0, "log10_lambda": -100.0, "lr": 0.01, "record_dt": 2.0,
@@ -32,18 +62,26 @@ PRESETS = {
 COS_MIN = 0.99  # direction of the jumping neuron against D_j / ||D_j||
 SMALL_NORM = 1e-3  # the other neurons' norms right after the jump
 MIN_RADIUS = 0.15  # shorter arrows are drawn at this length (directions stay visible)
+SUMMARY = ("Directions and norms of the six neurons around the first jump, against the "
+           "limit process's predicted directions (Figure 4 of Town et al.).")
+
+
+def directions_of(W: np.ndarray) -> np.ndarray:
+    """w_j / ||w_j|| over the last axis (zero rows stay zero)."""
+    nrm = np.linalg.norm(W, axis=-1, keepdims=True)
+    return np.divide(W, nrm, out=np.zeros_like(W), where=nrm > 0)
 
 
 def predicted_directions(p: SaddleProcess, k: int) -> np.ndarray:
-    """(m, n): D_j^(k)/||D_j^(k)|| for X = I (rows of zeros where the set is empty)."""
+    """(m, n): D_j^(k)/||D_j^(k)|| with D_j^(k) = Σ_{i ∈ A_j ∩ U_k} |y_i| e_i for X = I
+    (docs/math.md §3.4 eq.9; rows of zeros where the set is empty)."""
     y = np.abs(p.y)
     unfitted = (p.fit_jump == 0) | (p.fit_jump > k)  # U_k
-    D = (p.mask & unfitted[:, None]).T * y[None]  # (m, n)
-    norm = np.linalg.norm(D, axis=1, keepdims=True)
-    return np.divide(D, norm, out=np.zeros_like(D), where=norm > 0)
+    return directions_of((p.mask & unfitted[:, None]).T * y[None])  # (m, n)
 
 
 def snapshot_times(p: SaddleProcess) -> dict[str, float]:
+    """The snapshots' accelerated times, by name (module docstring)."""
     t1 = float(p.tau[0])
     times = {"start": 0.0, "0.5 τ_1": 0.5 * t1, "0.98 τ_1": 0.98 * t1, "τ_1": t1,
              "1.02 τ_1": 1.02 * t1}
@@ -54,52 +92,137 @@ def snapshot_times(p: SaddleProcess) -> dict[str, float]:
     return times
 
 
-def build(ctx: Context) -> list[Claim]:
-    P = ctx.params
-    ll = P["log10_lambda"] * math.log(10)
-    problem = {"n": P["n"], "m": P["m"], "seed": P["seed"], "labels": "abs_normal",
-               "loss": "mse", "balance": P["balance"]}
-    # the limit process depends on the problem only: it gives the snapshot times
+# -------------------------------------------------------------------------------- simulate
+def simulate(P: Fig4Params, train: Train) -> xr.Dataset:
+    """One run recorded exactly at the snapshot times (from the limit process, which depends on
+    the problem only); the snapshots and their cosines with Algorithm 1's directions."""
+    ll = P.log10_lambda * math.log(10)
+    problem = {"n": P.n, "m": P.m, "seed": P.seed, "labels": "abs_normal", "loss": "mse",
+               "balance": P.balance}
     p = limit_processes([problem])[0]
     snaps = snapshot_times(p)
-    runs = simulate_scales(problem, [ll], P["lr"], P["record_dt"],
+    runs = simulate_scales(train, problem, [ll], P.lr, P.record_dt,
                            extra_times=list(snaps.values()), probes=("loss", "log_norm", "W"),
-                           label="town-fig4", show_progress=ctx.show_progress, process=p)
-    ds = runs.ds
-    L = float(runs.L[0])
-    t = ds.time_accelerated.values[0]
-    idx = {name: int(np.argmin(np.abs(t - v))) for name, v in snaps.items()}
-    W = ds.W.values[0]  # (time, neuron, dim)
-    logn = ds.log_norm.values[0]
-    j1 = int(p.sequence[0])
-
-    def directions(i: int) -> np.ndarray:
-        w = W[i]
-        nrm = np.linalg.norm(w, axis=1, keepdims=True)
-        return np.divide(w, nrm, out=np.zeros_like(w), where=nrm > 0)
-
-    units = {name: directions(i) for name, i in idx.items()}  # w_j / ||w_j|| at each snapshot
+                           label="town-fig4", process=p)
+    ds = runs.ds.isel(run=0)
+    t = ds.time_accelerated.values
+    sel = [int(np.argmin(np.abs(t - v))) for v in snaps.values()]
+    units = directions_of(ds.W.values[sel])  # (snapshot, neuron, dim)
     D0, D1 = predicted_directions(p, 0), predicted_directions(p, 1)
-    cos0 = {name: np.sum(u * D0, axis=1) for name, u in units.items()}
-    cos1 = {name: np.sum(u * D1, axis=1) for name, u in units.items()}
+    snap = ("snapshot", "neuron")
+    return xr.Dataset(
+        {"W": ((*snap, "dim"), ds.W.values[sel]), "log_norm": (snap, ds.log_norm.values[sel]),
+         "t": ("snapshot", t[sel]), "step": ("snapshot", ds.step.values[sel]),
+         "cos_old": (snap, np.sum(units * D0, axis=2)),
+         "cos_new": (snap, np.sum(units * D1, axis=2)),
+         "log_norm_final": ("neuron", ds.log_norm.values[-1]),
+         "a_init": ("neuron", ds.a_init.values), "W_init": (("neuron", "dim"), ds.W_init.values),
+         "X": (("sample", "dim"), ds.X.values), "y": ("sample", runs.y), **process_vars(p)},
+        coords={"snapshot": list(snaps), "neuron": np.arange(p.m)},
+        attrs={"log_lambda": ll, "lr": P.lr, "loss": "mse", "span": ds.attrs["span"]})
 
-    # --- figure: polar plots -------------------------------------------------------------
-    rng = np.random.default_rng(P["plane_seed"])
+
+# ----------------------------------------------------------------------------------- judge
+def direction_claim(ds: xr.Dataset, p: SaddleProcess, P: Fig4Params) -> Claim:
+    """Rule: the jumping neuron's cosine with D_j^(0) is >= COS_MIN at 0.98 τ_1 and at τ_1."""
+    j1, cos0 = int(p.sequence[0]), ds.cos_old
+    c_before, c_at = float(cos0.sel(snapshot="0.98 τ_1")[j1]), float(cos0.sel(snapshot="τ_1")[j1])
+    return Claim(
+        "jump_direction",
+        "At the jump, the jumping neuron points along D_j/||D_j|| (Algorithm 1, eq.9)",
+        1.0, {"cos at 0.98 τ_1": round(c_before, 6), "cos at τ_1": round(c_at, 6)},
+        "reproduced" if min(c_before, c_at) >= COS_MIN else "not reproduced", None,
+        f"Neuron {j1} (Algorithm 1's first jump), lambda = {lambda_label(P.log10_lambda)}, "
+        f"lr = {P.lr:g}; cosine between w_j/||w_j|| and D_j^(0)/||D_j^(0)||. Rule: >= {COS_MIN} at "
+        f"both times. The other unfitted neurons' cosines with their own D_j^(0):",
+        {nm: [round(float(c), 4) for c in cos0.sel(snapshot=nm).values]
+         for nm in ("0.5 τ_1", "0.98 τ_1")})
+
+
+def alone_claim(ds: xr.Dataset, p: SaddleProcess) -> Claim:
+    """Rule: at 1.02 τ_1 the jumping neuron has at least half its final norm and every other
+    neuron a norm <= SMALL_NORM."""
+    j1 = int(p.sequence[0])
+    others = [j for j in range(p.m) if j != j1]
+    after = ds.log_norm.sel(snapshot="1.02 τ_1").values
+    final_norm = float(np.exp(ds.log_norm_final.values[j1]))
+    grown, rest = float(np.exp(after[j1])), float(np.exp(after[others].max()))
+    return Claim(
+        "alone_grows", "At the first jump only the jumping neuron becomes O(1)",
+        "one neuron O(1), the others still near 0",
+        {"||w_j1|| at 1.02 τ_1": round(grown, 4), "its final norm": round(final_norm, 4),
+         "largest other norm": float(f"{rest:.3g}")},
+        "reproduced" if grown >= 0.5 * final_norm and rest <= SMALL_NORM else "not reproduced",
+        None,
+        f"Rule: at 1.02 τ_1 the jumping neuron has at least half its final norm and every other "
+        f"neuron a norm <= {SMALL_NORM}.",
+        {"log||w_j|| at 0.98 τ_1": [round(float(v), 2)
+                                    for v in ds.log_norm.sel(snapshot="0.98 τ_1").values],
+         "log||w_j|| at 1.02 τ_1": [round(float(v), 2) for v in after]})
+
+
+def realignment_claim(ds: xr.Dataset, p: SaddleProcess) -> Claim | None:
+    """Rule: reproduced if the neurons whose direction changes at the jump turned (cosine with
+    D^(1) above that with D^(0) and above its value at 0.98 τ_1) and all reach COS_MIN; partly if
+    they turned without all reaching it. None when no neuron's direction changes."""
+    j1 = int(p.sequence[0])
+    D0, D1 = predicted_directions(p, 0), predicted_directions(p, 1)
+    turned = [j for j in range(p.m)
+              if j != j1 and np.any(D1[j]) and float(np.sum(D0[j] * D1[j])) < 0.999]
+    if not turned:
+        return None
+    after, before = {"snapshot": "1.02 τ_1"}, {"snapshot": "0.98 τ_1"}
+    c_new = [float(ds.cos_new.sel(after)[j]) for j in turned]
+    c_old = [float(ds.cos_old.sel(after)[j]) for j in turned]
+    c_prev = [float(ds.cos_new.sel(before)[j]) for j in turned]
+    turning = all(cn > co and cn > cp for cn, co, cp in zip(c_new, c_old, c_prev, strict=True))
+    verdict = ("reproduced" if turning and min(c_new) >= COS_MIN
+               else "partly" if turning else "not reproduced")
+    return Claim(
+        "realignment", "Just after the jump the unfitted neurons turn to their new directions "
+        "D_j^(1)/||D_j^(1)||",
+        1.0, {f"neuron {j}": round(c, 4) for j, c in zip(turned, c_new, strict=True)},
+        verdict, None,
+        f"Cosines at 1.02 τ_1 with the new directions, for the neurons whose direction changes "
+        f"(cos(D^(0), D^(1)) < 0.999). Rule: reproduced if all >= {COS_MIN} and the neurons "
+        f"turned (cosine with the new direction larger than with the old one, "
+        f"{[round(c, 4) for c in c_old]}, and than at 0.98 τ_1, {[round(c, 4) for c in c_prev]}); "
+        f"partly if they turned without all reaching {COS_MIN}. The turn takes a few "
+        f"1/(β_j^(1) log(1/lambda)) in accelerated time (the fitted points' components stop "
+        f"growing while the others grow), 0 in the limit; the simulated jump itself comes "
+        f"O(1/log(1/lambda)) after τ_1.",
+        {"cos with old D^(0) at 1.02 τ_1": [round(c, 4) for c in c_old]})
+
+
+def judge(ds: xr.Dataset, P: Fig4Params) -> list[Claim]:
+    """jump_direction, alone_grows and, when some neuron's direction changes, realignment."""
+    p = limit_of(ds)
+    claims = [direction_claim(ds, p, P), alone_claim(ds, p)]
+    turn = realignment_claim(ds, p)
+    return claims + ([turn] if turn is not None else [])
+
+
+# ------------------------------------------------------------------------------------ draw
+def draw(ds: xr.Dataset, P: Fig4Params) -> list[Figure]:
+    """Polar plots of the neurons at every snapshot."""
+    import matplotlib.pyplot as plt
+
+    p, L = limit_of(ds), -float(ds.attrs["log_lambda"])
+    t, logn, units = ds.t.values, ds.log_norm.values, directions_of(ds.W.values)
+    rng = np.random.default_rng(P.plane_seed)
     plane = np.linalg.qr(rng.standard_normal((p.d, 2)))[0].T  # (2, d), orthonormal rows
     colors = plt.cm.tab10(np.arange(p.m))
-    names = list(snaps)
+    names = [str(v) for v in ds.snapshot.values]
     cols = 3
     rows = math.ceil(len(names) / cols)
     fig = plt.figure(figsize=(5.0 * cols, 4.9 * rows))
-    for a, name in enumerate(names):
-        ax = fig.add_subplot(rows, cols, a + 1, projection="polar")
-        i = idx[name]
+    for i, name in enumerate(names):
+        ax = fig.add_subplot(rows, cols, i + 1, projection="polar")
         k = int(np.searchsorted(p.tau, t[i], side="right"))
         Dk = predicted_directions(p, k)
-        u = units[name]
         for j in range(p.m):
             radius = 1.0 + logn[i, j] / L  # 0 at initialisation, 1 once ||w_j|| = O(1)
-            proj = plane @ u[j]
+            proj = plane @ units[i, j]
             ang = math.atan2(proj[1], proj[0])
             ax.annotate("", xy=(ang, max(radius, MIN_RADIUS)), xytext=(0, 0),
                         arrowprops={"arrowstyle": "-|>", "color": colors[j], "lw": 2.0})
@@ -119,95 +242,39 @@ def build(ctx: Context) -> list[Claim]:
                for j in range(p.m)]
     handles.append(plt.Line2D([], [], color="0.3", ls="--", label="Algorithm 1 direction D_j^(k)"))
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8)
-    fig.suptitle(f"Town et al. Fig. 4: lambda = {log10_label(P['log10_lambda'])}, GD lr = "
-                 f"{P['lr']:g}; arrow angle: direction projected on a random plane, arrow length: "
+    fig.suptitle(f"Town et al. Fig. 4: lambda = {lambda_label(P.log10_lambda)}, GD lr = "
+                 f"{P.lr:g}; arrow angle: direction projected on a random plane, arrow length: "
                  f"1 + log||w_j|| / log(1/lambda)", fontsize=10)
     fig.tight_layout(rect=(0, 0.05, 1, 0.96))
-    ctx.figure("fig4_polar", fig,
-               "Neurons as arrows: angle of the direction w_j/||w_j|| projected on a random 2-D "
-               "plane (seeded), length 1 + log||w_j||/log(1/lambda) (0 at initialisation, 1 once "
-               "the neuron is O(1); shorter than 0.15 drawn at 0.15). Dashed: Algorithm 1's "
-               "direction D_j^(k)/||D_j^(k)|| of each unfitted neuron on the current saddle "
-               "interval. The first jump's neuron grows alone at τ_1; after the jump the others "
-               "turn to their new directions.")
+    return [Figure(
+        "fig4_polar", fig,
+        "Neurons as arrows: angle of the direction w_j/||w_j|| projected on a random 2-D "
+        "plane (seeded), length 1 + log||w_j||/log(1/lambda) (0 at initialisation, 1 once "
+        "the neuron is O(1); shorter than 0.15 drawn at 0.15). Dashed: Algorithm 1's "
+        "direction D_j^(k)/||D_j^(k)|| of each unfitted neuron on the current saddle "
+        "interval. The first jump's neuron grows alone at τ_1; after the jump the others "
+        "turn to their new directions.")]
 
-    # --- data -----------------------------------------------------------------------------
-    sel = [idx[nm] for nm in names]
-    saved = xr.Dataset(
-        {"W": (("snapshot", "neuron", "dim"), W[sel]),
-         "log_norm": (("snapshot", "neuron"), logn[sel]),
-         "t": ("snapshot", t[sel]),
-         "y": ("sample", runs.y), "a_init": ("neuron", ds.a_init.values[0]),
-         "W_init": (("neuron", "dim"), ds.W_init.values[0]),
-         "plane": (("axis", "dim"), plane)},
-        coords={"snapshot": names, "neuron": np.arange(p.m)},
-        attrs={"log_lambda": ll, "lr": P["lr"], "loss": "mse"})
-    ctx.data("snapshots", saved)
 
-    # --- claims ---------------------------------------------------------------------------
-    others = [j for j in range(p.m) if j != j1]
-    c_before, c_at = float(cos0["0.98 τ_1"][j1]), float(cos0["τ_1"][j1])
-    claims = [Claim(
-        "jump_direction",
-        "At the jump, the jumping neuron points along D_j/||D_j|| (Algorithm 1, eq.9)",
-        1.0, {"cos at 0.98 τ_1": round(c_before, 6), "cos at τ_1": round(c_at, 6)},
-        "reproduced" if min(c_before, c_at) >= COS_MIN else "not reproduced", None,
-        f"Neuron {j1} (Algorithm 1's first jump), lambda = {log10_label(P['log10_lambda'])}, "
-        f"lr = {P['lr']:g}; cosine between w_j/||w_j|| and D_j^(0)/||D_j^(0)||. Rule: >= {COS_MIN} at "
-        f"both times. The other unfitted neurons' cosines with their own D_j^(0):",
-        {nm: [round(float(c), 4) for c in cos0[nm]] for nm in ("0.5 τ_1", "0.98 τ_1")})]
-    after = idx["1.02 τ_1"]
-    final_norm = float(np.exp(logn[-1, j1]))
-    grown = float(np.exp(logn[after, j1]))
-    rest = float(np.exp(logn[after, others].max()))
-    claims.append(Claim(
-        "alone_grows", "At the first jump only the jumping neuron becomes O(1)",
-        "one neuron O(1), the others still near 0",
-        {"||w_j1|| at 1.02 τ_1": round(grown, 4), "its final norm": round(final_norm, 4),
-         "largest other norm": float(f"{rest:.3g}")},
-        "reproduced" if grown >= 0.5 * final_norm and rest <= SMALL_NORM else "not reproduced",
-        None,
-        f"Rule: at 1.02 τ_1 the jumping neuron has at least half its final norm and every other "
-        f"neuron a norm <= {SMALL_NORM}.",
-        {"log||w_j|| at 0.98 τ_1": [round(float(v), 2) for v in logn[idx['0.98 τ_1']]],
-         "log||w_j|| at 1.02 τ_1": [round(float(v), 2) for v in logn[after]]}))
-    turned = [j for j in others if np.any(D1[j]) and float(np.sum(D0[j] * D1[j])) < 0.999]
-    if turned:
-        c_new = [float(cos1["1.02 τ_1"][j]) for j in turned]
-        c_old = [float(cos0["1.02 τ_1"][j]) for j in turned]
-        c_prev = [float(cos1["0.98 τ_1"][j]) for j in turned]
-        turning = all(cn > co and cn > cp for cn, co, cp in zip(c_new, c_old, c_prev, strict=True))
-        verdict = ("reproduced" if turning and min(c_new) >= COS_MIN
-                   else "partly" if turning else "not reproduced")
-        claims.append(Claim(
-            "realignment", "Just after the jump the unfitted neurons turn to their new directions "
-            "D_j^(1)/||D_j^(1)||",
-            1.0, {f"neuron {j}": round(c, 4) for j, c in zip(turned, c_new, strict=True)},
-            verdict, None,
-            f"Cosines at 1.02 τ_1 with the new directions, for the neurons whose direction changes "
-            f"(cos(D^(0), D^(1)) < 0.999). Rule: reproduced if all >= {COS_MIN} and the neurons "
-            f"turned (cosine with the new direction larger than with the old one, "
-            f"{[round(c, 4) for c in c_old]}, and than at 0.98 τ_1, {[round(c, 4) for c in c_prev]}); "
-            f"partly if they turned without all reaching {COS_MIN}. The turn takes a few "
-            f"1/(β_j^(1) log(1/lambda)) in accelerated time (the fitted points' components stop "
-            f"growing while the others grow), 0 in the limit; the simulated jump itself comes "
-            f"O(1/log(1/lambda)) after τ_1.",
-            {"cos with old D^(0) at 1.02 τ_1": [round(c, 4) for c in c_old]}))
-    ctx.section("Protocol", (
-        f"Same problem and training as town-fig1 (n = d = {p.n}, m = {p.m}, seed {P['seed']}, GD "
-        f"lr = {P['lr']:g} on MSE, log-norm engine, balance '{P['balance']}', reduced = "
-        f"{ds.attrs['reduced']}), at lambda = {log10_label(P['log10_lambda'])} (log(1/lambda) = "
+# -------------------------------------------------------------------------------- protocol
+def protocol(ds: xr.Dataset, P: Fig4Params) -> list[Section]:
+    """Section "Protocol": the set-up and the snapshot times."""
+    p, L = limit_of(ds), -float(ds.attrs["log_lambda"])
+    t, steps = ds.t.values, ds.step.values
+    names = [str(v) for v in ds.snapshot.values]
+    return [("Protocol", (
+        f"Same problem and training as town-fig1 (n = d = {p.n}, m = {p.m}, seed {P.seed}, GD "
+        f"lr = {P.lr:g} on MSE, log-norm parametrisation, balance '{P.balance}', span = "
+        f"{ds.attrs['span']}), at lambda = {lambda_label(P.log10_lambda)} (log(1/lambda) = "
         f"{L:.1f}). Snapshots (accelerated time, epoch): "
-        + ", ".join(f"{nm}: {t[i]:.4f} / {int(ds.step.values[i]):,}" for nm, i in idx.items())
-        + f". Algorithm 1: τ = {np.array2string(p.tau, precision=4)}, first jump by neuron {j1}. "
-        f"The paper's snapshots (epochs 506k, 508k, 510k vs τ_1 ≈ 507k) lie within 0.4% of τ_1, "
-        f"consistent with a much smaller lambda (town-fig1: probably about e^-1000), where the "
-        f"jump is correspondingly sharper; here ±2% of τ_1 is used."))
-    ctx.summary = ("Directions and norms of the six neurons around the first jump, against the "
-                   "limit process's predicted directions (Figure 4 of Town et al.).")
-    return claims
+        + ", ".join(f"{nm}: {t[i]:.4f} / {int(steps[i]):,}" for i, nm in enumerate(names))
+        + f". Algorithm 1: τ = {np.array2string(p.tau, precision=4)}, first jump by neuron "
+        f"{int(p.sequence[0])}. The paper's snapshots (epochs 506k, 508k, 510k vs τ_1 ≈ 507k) lie "
+        f"within 0.4% of τ_1, consistent with a much smaller lambda (town-fig1: probably about "
+        f"e^-1000), where the jump is correspondingly sharper; here ±2% of τ_1 is used."))]
 
 
-register(Reproduction("town-fig4", "neuron directions and norms around a jump",
-                      "Town, Boursier, Lewis, Englert, Lazić (003), Figure 4", build, PRESETS,
-                      __doc__ or ""))
+register(Reproduction(
+    "town-fig4", "neuron directions and norms around a jump",
+    "Town, Boursier, Lewis, Englert, Lazić (003), Figure 4", params=Fig4Params, presets=PRESETS,
+    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY))

@@ -1,5 +1,5 @@
 """Common set-up of the Town et al. reproductions town-fig1, town-fig3, town-fig4 and
-town-convergence (MATH.md §3.1, §3.7; paper App. A).
+town-convergence (docs/math.md §3.1, §3.7; paper App. A).
 
 The paper's protocol: m = 6 neurons, n = d = 64 orthonormal points (X = I), labels |N(0, 1)|,
 balanced initialisation a_j = s_j lambda, w_j = lambda w̄_j(0) (Assumption 3), full-batch GD with
@@ -15,21 +15,23 @@ of lambda. Every report states the step size.
 
 Helpers:
 
-* :func:`tblel_experiment`: the validated experiment of one run;
-* :func:`simulate_scales`: one batch of runs of the same problem at several lambda, recorded on a
-  uniform flow-time grid plus chosen accelerated times, each run stopped once its loss is within
-  ``settle`` of the limit's final loss (the loss has a floor when some point is covered by no
-  neuron, MATH.md §3.3);
-* :func:`crossing_times`: the measured jump times (first crossing of the midpoint between two
-  consecutive limit plateaus);
-* :func:`growth_times`: when each neuron's norm becomes O(1) (half its final norm);
+* :func:`tblel_experiment`: the validated experiment of one run, with its record schedule;
+* :func:`limit_processes`: Algorithm 1 for problems, from their data and unit-scale networks;
+* :func:`simulate_scales` / :func:`simulate_problems`: problems trained at several lambda in one
+  batch through ``train``, recorded on a uniform flow-time grid plus chosen accelerated times,
+  each run stopped once its loss is within ``settle`` of the limit's final loss (the loss has a
+  floor when some point is covered by no neuron, docs/math.md §3.3);
+* :func:`process_vars` / :func:`limit_of`: the limit process's inputs stored in a reproduction's
+  Dataset, and Algorithm 1 recomputed from them (judge and draw need no training);
 * :func:`linear_slopes`: least-squares slopes of the log-norms on the interior of each saddle
-  interval.
+  interval; :func:`limit_fitted_counts`, :func:`process_table`: summaries of the process.
+
+The measurements on recorded curves (jump times, growth times, fitted points) are in
+:mod:`shallowflow.curves`.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,20 +40,10 @@ import numpy as np
 import xarray as xr
 
 from shallowflow.config import Experiment, experiment_from_mapping
-from shallowflow.experiment import RunRef, prepare_batch, run_batch
-from shallowflow.progress import step_progress
-from shallowflow.theory.saddle_process import SaddleProcess, from_batch
+from shallowflow.theory.saddle_process import SaddleProcess, from_experiment, limit_process
+from shallowflow.training import Train
 
 PAPER_LR = 0.01
-GROWN_NORM = 0.1  # ||w_j|| above which a neuron counts as O(1) ("grown")
-FIT_FRACTION = 0.5  # a point is fitted once h(x_i) >= 50% of y_i (paper App. A.1)
-
-
-def log10_label(log10_lambda: float) -> str:
-    """'1e-100' for -100, 'e^-1000' style for non-integer decimal exponents."""
-    if float(log10_lambda).is_integer():
-        return f"1e{int(log10_lambda)}"
-    return f"e^{log10_lambda * math.log(10):.0f}"
 
 
 def tblel_experiment(*, n: int, m: int, log_lambda: float, lr: float, duration: float,
@@ -59,35 +51,37 @@ def tblel_experiment(*, n: int, m: int, log_lambda: float, lr: float, duration: 
                      loss: str = "mse", balance: str = "free",
                      probes: Sequence[str] = ("loss", "log_norm"), data: dict | None = None,
                      init: dict | None = None, time_scale: float = 1.0,
-                     stop_loss: float | None = None) -> Experiment:
+                     stop_loss: float | None = None, record_every: int | None = None,
+                     record_times: Sequence[float] = ()) -> Experiment:
     """One run of the paper's set-up (``data``/``init`` replace the orthonormal data and the random
-    balanced initialisation, e.g. by a file and a given network)."""
+    balanced initialisation, e.g. by in-memory arrays and a given network). Records every
+    ``record_every`` steps and at the flow times ``record_times`` (rounded to steps)."""
     return experiment_from_mapping({
         "name": f"tblel-n{n}-m{m}-s{seed}", "seed": seed, "runs": 1,
         "data": data or {"kind": "orthonormal", "n": n, "d": n, "labels": labels, "basis": basis},
         "model": {"width": m},
         "init": {**(init or {"scheme": "balanced"}), "log_scale": float(log_lambda)},
-        "train": {"loss": loss, "lr": lr, "duration": float(duration), "engine": "lognorm",
+        "train": {"loss": loss, "lr": lr, "duration": float(duration), "parametrisation": "lognorm",
                   "balance": balance, "time_scale": float(time_scale), "stop_loss": stop_loss},
-        "record": {"points": 0, "probes": list(probes)},  # schedule: see simulate_scales
+        "record": {"every": record_every, "points": 0, "at_times": [float(t) for t in record_times],
+                   "probes": list(probes)},
     })
 
 
 def limit_processes(problems: Sequence[dict[str, Any]]) -> list[SaddleProcess]:
-    """Algorithm 1 for each problem (same shapes), from its data and unit-scale initial network,
-    all problems prepared in one batch (:func:`~shallowflow.theory.saddle_process.from_batch`)."""
-    exps = [tblel_experiment(**pb, log_lambda=-10.0, lr=PAPER_LR, duration=1.0) for pb in problems]
-    batch = prepare_batch([RunRef(e, 0) for e in exps])
-    return [from_batch(batch, q) for q in range(len(exps))]
+    """Algorithm 1 for each problem (keyword arguments of :func:`tblel_experiment` without
+    log_lambda, lr, duration), from its data and unit-scale initial network, no training
+    (:func:`~shallowflow.theory.saddle_process.from_experiment`)."""
+    return [from_experiment(tblel_experiment(**pb, log_lambda=-10.0, lr=PAPER_LR, duration=1.0))
+            for pb in problems]
 
 
 @dataclass
 class ScaleRuns:
-    """A batch of runs of one problem at several scales, and the problem's limit process."""
+    """The runs of one problem at several scales, and the problem's limit process."""
 
-    ds: xr.Dataset  # the simulation (dims run, time, ...)
+    ds: xr.Dataset  # the simulation (dims run, time, ...) with its data X, y
     process: SaddleProcess
-    y: np.ndarray
     log_lambdas: np.ndarray  # natural logs, (R,)
 
     @property
@@ -95,39 +89,55 @@ class ScaleRuns:
         """log(1/lambda) per run."""
         return -self.log_lambdas
 
+    @property
+    def y(self) -> np.ndarray:
+        """The labels (n,)."""
+        y = self.ds.y.values
+        return y if y.ndim == 1 else y[0]
+
 
 def flow_duration(process: SaddleProcess, L_max: float, margin: float = 0.08,
                   settle: float = 200.0) -> float:
     """Flow time covering the last limit jump with ``margin`` (relative) at log(1/lambda) = L_max,
-    plus ``settle`` units of flow time for the last fit to converge."""
+    plus ``settle`` units of flow time for the last fit to converge:
+    τ_K (1 + margin) L_max + settle."""
     last = float(process.tau[-1]) if process.K else 1.0
     return last * (1.0 + margin) * L_max + settle
 
 
-def simulate_scales(problem: dict[str, Any], log_lambdas: Sequence[float], lr: float,
-                    record_dt: float, duration: float | None = None,
+def stack_runs(dss: Sequence[xr.Dataset]) -> xr.Dataset:
+    """The runs of one-run Datasets of one batch (same records) as one Dataset, run 0..R-1;
+    variables without a run dimension (shared data) are kept once."""
+    out = xr.concat(list(dss), dim="run", data_vars="minimal", coords="minimal",
+                    compat="override", combine_attrs="override")
+    return out.assign_coords(run=np.arange(out.sizes["run"]))
+
+
+def simulate_scales(train: Train, problem: dict[str, Any], log_lambdas: Sequence[float],
+                    lr: float, record_dt: float, duration: float | None = None,
                     extra_times: Sequence[float] = (), settle_rtol: float = 1e-12,
                     probes: Sequence[str] = ("loss", "log_norm"), label: str = "",
-                    show_progress: bool = True, process: SaddleProcess | None = None) -> ScaleRuns:
+                    process: SaddleProcess | None = None) -> ScaleRuns:
     """Train ``problem`` (keyword arguments of :func:`tblel_experiment` without log_lambda, lr,
     duration, stop_loss) at every natural-log scale of ``log_lambdas`` in one batch.
 
     Records: every ``record_dt`` units of flow time, plus the accelerated times ``extra_times``
-    of every run (rounded to steps). Each run stops once its loss is below the limit's final
-    loss + ``settle_rtol`` x its initial plateau (the limit's loss floor is exact for GD too: an
+    of every run (flow time t log(1/lambda), rounded to steps); the batch records at the union
+    of its runs' schedules. Each run stops once its loss is below the limit's final loss +
+    ``settle_rtol`` x its initial plateau (the limit's loss floor is exact for GD too: an
     uncovered point is never fitted); ``duration`` defaults to :func:`flow_duration`.
     ``process``: the problem's limit process when already computed (:func:`limit_processes`).
     """
-    return simulate_problems([problem], log_lambdas, lr, record_dt, duration, extra_times,
-                             settle_rtol, probes, label, show_progress,
+    return simulate_problems(train, [problem], log_lambdas, lr, record_dt, duration, extra_times,
+                             settle_rtol, probes, label,
                              processes=None if process is None else [process])[0]
 
 
-def simulate_problems(problems: Sequence[dict[str, Any]], log_lambdas: Sequence[float], lr: float,
-                      record_dt: float, duration: float | None = None,
-                      extra_times: Sequence[float] = (), settle_rtol: float = 1e-12,
-                      probes: Sequence[str] = ("loss", "log_norm"), label: str = "",
-                      show_progress: bool = True, settle: float = 200.0, stop: bool = True,
+def simulate_problems(train: Train, problems: Sequence[dict[str, Any]],
+                      log_lambdas: Sequence[float], lr: float, record_dt: float,
+                      duration: float | None = None, extra_times: Sequence[float] = (),
+                      settle_rtol: float = 1e-12, probes: Sequence[str] = ("loss", "log_norm"),
+                      label: str = "", settle: float = 200.0, stop: bool = True,
                       processes: Sequence[SaddleProcess] | None = None) -> list[ScaleRuns]:
     """:func:`simulate_scales` for several problems of the same shapes (e.g. different seeds) in
     one batch of len(problems) x len(log_lambdas) runs; one :class:`ScaleRuns` per problem. The
@@ -139,69 +149,42 @@ def simulate_problems(problems: Sequence[dict[str, Any]], log_lambdas: Sequence[
     procs = limit_processes(problems) if processes is None else list(processes)
     if duration is None:
         duration = max(flow_duration(p, float(-lls.min()), settle=settle) for p in procs)
+    every = max(1, round(record_dt / lr))
     exps = [tblel_experiment(**pb, log_lambda=float(ll), lr=lr, duration=duration, probes=probes,
                              stop_loss=(float(p.losses[-1] + settle_rtol * p.losses[0]) if stop
-                                        else None))
+                                        else None),
+                             record_every=every, record_times=[float(t) * -ll for t in extra_times])
             for pb, p in zip(problems, procs, strict=True) for ll in lls]
-    batch = prepare_batch([RunRef(e, 0) for e in exps])
-    total = exps[0].train.n_steps
-    every = max(1, round(record_dt / lr))
-    marks = [np.arange(0, total + 1, every, dtype=np.int64), np.array([total], np.int64)]
-    for t in extra_times:
-        marks.append(np.round(float(t) * -lls / lr).astype(np.int64))
-    sched = np.unique(np.concatenate(marks))
-    batch.schedule = sched[(sched >= 0) & (sched <= total)]
-    name = label or exps[0].name
-    with step_progress(f"{name}: {len(exps)} runs, lr {lr:g}", show_progress) as update:
-        ds = run_batch(batch, update)
-    y = np.asarray(batch.y)
-    out, nl = [], len(lls)
-    for q, p in enumerate(procs):
-        sel = np.arange(q * nl, (q + 1) * nl)
-        part = ds.isel(run=sel).assign_coords(run=np.arange(nl))
-        out.append(ScaleRuns(part, p, y if y.ndim == 1 else y[sel[0]], lls))
-    return out
+    dss = train(exps, label=f"{label or exps[0].name}: lr {lr:g}", keep_data=True)
+    nl = len(lls)
+    return [ScaleRuns(stack_runs(dss[q * nl:(q + 1) * nl]), p, lls) for q, p in enumerate(procs)]
+
+
+# ------------------------------------------------------------------- the process in a Dataset
+def process_vars(p: SaddleProcess) -> dict[str, Any]:
+    """Dataset variables holding Algorithm 1's inputs besides the data X, y: the initial signs
+    s_j and unit directions w̄_j(0) (``limit_sign``, ``limit_direction``) and the constants c_L,
+    c (``limit_c_L``, ``limit_normaliser``), for :func:`limit_of`."""
+    return {"limit_sign": ("neuron", p.signs), "limit_direction": (("neuron", "dim"), p.directions),
+            "limit_c_L": ((), p.c_L), "limit_normaliser": ((), p.loss_normaliser)}
+
+
+def limit_of(ds: xr.Dataset) -> SaddleProcess:
+    """Algorithm 1 (docs/math.md §3.4) recomputed from the inputs saved by :func:`process_vars`
+    and the data ``X`` (sample, dim), ``y`` (sample) of ``ds``: the same process as the one the
+    runs were compared with (it depends on the directions only through the activation mask)."""
+    return limit_process(ds.X.values, ds.y.values, ds.limit_sign.values,
+                         ds.limit_direction.values, float(ds.limit_c_L),
+                         loss_normaliser=float(ds.limit_normaliser))
 
 
 # ------------------------------------------------------------------------------- measurements
-def crossing_times(loss: np.ndarray, t: np.ndarray, plateaus: np.ndarray) -> np.ndarray:
-    """For consecutive limit plateaus (L_{k-1}, L_k), the time at which ``loss`` first falls below
-    their midpoint, interpolated linearly between records; NaN if it never does. loss, t
-    (..., T) (e.g. one row per run); returns (..., K)."""
-    loss, t = np.asarray(loss), np.asarray(t)
-    mid = 0.5 * (plateaus[:-1] + plateaus[1:])  # (K,)
-    below = loss[..., None, :] < mid[:, None]  # (..., K, T)
-    i = np.argmax(below, axis=-1)  # first record below the midpoint (0 if none)
-    prev = np.maximum(i - 1, 0)
-
-    def at(v: np.ndarray, idx: np.ndarray) -> np.ndarray:  # v (..., T) at idx (..., K)
-        return np.take_along_axis(v, idx, axis=-1)
-
-    l0, l1, t0, t1 = at(loss, prev), at(loss, i), at(t, prev), at(t, i)
-    with np.errstate(divide="ignore", invalid="ignore"):  # i = 0: no interpolation
-        frac = (l0 - mid) / (l0 - l1)
-    out = np.where(i == 0, t0, t0 + frac * (t1 - t0))
-    return np.where(below.any(axis=-1), out, np.nan)
-
-
-def growth_times(log_norm: np.ndarray, t: np.ndarray, fraction: float = 0.5,
-                 level: float = GROWN_NORM) -> np.ndarray:
-    """(..., m) first time each neuron's norm reaches ``fraction`` of its final (last recorded)
-    norm, for the neurons whose final norm is at least ``level`` (O(1)); NaN for the others. A
-    fixed threshold would not do: at finite lambda a neuron waiting for a close next jump already
-    has norm lambda^{-e_j}, e.g. 0.15 for e_j = -0.008 at lambda = 1e-100. log_norm (..., T, m),
-    t (..., T)."""
-    final = log_norm[..., -1, :]
-    first = np.argmax(log_norm >= (final + math.log(fraction))[..., None, :], axis=-2)
-    return np.where(final < math.log(level), np.nan, np.take_along_axis(t, first, axis=-1))
-
-
 def linear_slopes(process: SaddleProcess, t_acc: np.ndarray, exponent: np.ndarray,
                   interior: float = 0.6) -> tuple[np.ndarray, np.ndarray]:
     """Least-squares slopes (K+1, m) of the measured exponents log||w_j|| / log(1/lambda) against
     accelerated time on the central ``interior`` fraction of each saddle interval (τ_k, τ_{k+1})
-    (the last interval: (τ_K, 1.1 τ_K)), with their R² (NaN where a neuron is already fitted or
-    fewer than 5 records fall in the window)."""
+    (the last interval: (τ_K, 1.1 τ_K)), with their R² = 1 - Σ resid² / Σ (e - ē)² (NaN where a
+    neuron is already fitted or fewer than 5 records fall in the window; docs/math.md §3.2)."""
     starts = process.jump_starts
     ends = np.concatenate([process.tau, [starts[-1] * 1.1 + 1e-9]])
     slopes = np.full((process.K + 1, process.m), np.nan)
@@ -222,13 +205,8 @@ def linear_slopes(process: SaddleProcess, t_acc: np.ndarray, exponent: np.ndarra
     return slopes, r2
 
 
-def fitted_counts(output: np.ndarray, y: np.ndarray, fraction: float = FIT_FRACTION) -> np.ndarray:
-    """Number of points with h(x_i) >= fraction y_i (same sign), output (..., n)."""
-    return np.sum((output * np.sign(y) >= fraction * np.abs(y)) & (y != 0), axis=-1)
-
-
 def limit_fitted_counts(process: SaddleProcess) -> np.ndarray:
-    """(K+1,): number of points fitted by the saddle θ^(k)."""
+    """(K+1,): number of points fitted by the saddle θ^(k), Σ_{k' <= k} |S_k'|."""
     sizes = [len(s) for s in process.fitted_sets()]
     return np.concatenate([[0], np.cumsum(sizes)]).astype(int)
 

@@ -1,4 +1,4 @@
-"""Lossless data-span reduction (MATH.md §0.3).
+"""The span basis: training in an orthonormal basis of the data span, losslessly (docs/math.md §0.3).
 
 Outputs and gradients depend on W only through W Q, where Q (d, r) is an orthonormal basis of the
 span of the inputs: every gradient dL/dw_j = kappa a_j M_j lies in that span. So the engine trains
@@ -22,8 +22,8 @@ from shallowflow.inputs import DiagonalInputs, Inputs, PerRunInputs, SharedInput
 ORTHOGONALITY_TOL = 1e-10
 
 
-class Reduction(NamedTuple):
-    """Reduced inputs and the basis Q (d, r), or (R, d, r) for per-run data."""
+class Span(NamedTuple):
+    """Inputs in the span basis and the basis Q (d, r), or (R, d, r) for per-run data."""
 
     inputs: Inputs
     basis: np.ndarray
@@ -39,7 +39,7 @@ def is_orthogonal(X: np.ndarray, tol: float = ORTHOGONALITY_TOL) -> bool:
     return bool(np.max(np.abs(G), initial=0.0) <= tol * diag.max())
 
 
-def _reduce_one(X: np.ndarray) -> tuple[str, np.ndarray, np.ndarray]:
+def _span_one(X: np.ndarray) -> tuple[str, np.ndarray, np.ndarray]:
     """('diagonal', norms, Q) or ('dense', X Q, Q) or ('none', X, I)."""
     n, d = X.shape
     if is_orthogonal(X):
@@ -51,27 +51,27 @@ def _reduce_one(X: np.ndarray) -> tuple[str, np.ndarray, np.ndarray]:
     return "none", X, np.eye(d)
 
 
-def reduce_data(X: np.ndarray) -> Reduction | None:
-    """Reduced inputs for X (n, d) or (R, n, d); None when reduction gains nothing (n >= d and
-    the rows are not orthogonal)."""
+def span_of(X: np.ndarray) -> Span | None:
+    """X (n, d) or (R, n, d) in its span basis; None when the span basis gains nothing (n >= d
+    and the rows are not orthogonal)."""
     X = np.asarray(X, dtype=np.float64)
     if X.ndim == 2:
-        kind, Xr, Q = _reduce_one(X)
+        kind, Xr, Q = _span_one(X)
         if kind == "none":
             return None
         if kind == "diagonal":
-            return Reduction(DiagonalInputs(Xr[:, None]), Q)
-        return Reduction(SharedInputs.of(Xr), Q)
-    parts = [_reduce_one(Xi) for Xi in X]
+            return Span(DiagonalInputs(Xr[:, None]), Q)
+        return Span(SharedInputs.of(Xr), Q)
+    parts = [_span_one(Xi) for Xi in X]
     kinds = {k for k, _, _ in parts}
     if kinds == {"diagonal"}:
-        return Reduction(DiagonalInputs(np.stack([p[1] for p in parts], axis=1)),
+        return Span(DiagonalInputs(np.stack([p[1] for p in parts], axis=1)),
                          np.stack([p[2] for p in parts]))
     if X.shape[1] < X.shape[2]:
         Qs = [p[2] if k != "diagonal" else np.linalg.qr(Xi.T)[0]
               for (k, _, _), p, Xi in zip(parts, parts, X, strict=True)]
         Q = np.stack(Qs)
-        return Reduction(PerRunInputs(np.matmul(X, Q)), Q)
+        return Span(PerRunInputs(np.matmul(X, Q)), Q)
     return None
 
 

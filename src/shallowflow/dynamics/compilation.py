@@ -1,0 +1,124 @@
+"""Compile policy of a segment: XLA options, loop unrolling and run blocking per data layout
+(docs/math.md §0.3; measurements in bench/RESULTS.md and bench/NOTES.md).
+
+Three compiled variants of :func:`~shallowflow.dynamics.step.segment_body`, each cached by jit
+per (EngineConfig, shapes): the GEMM path (XLA defaults), the elementwise path (small n or d,
+``SMALL_UNROLL`` steps per loop iteration, no YNNPACK) and, for diagonal inputs, the blocked
+path (blocks of ``DIAGONAL_BLOCK`` runs each run the whole time loop while their state stays in
+cache). Runs are independent, so every variant gives identical results.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+from jax import Array, lax
+
+from shallowflow.dynamics.config import EngineConfig
+from shallowflow.dynamics.state import EngineState, Reference, run_axis
+from shallowflow.dynamics.step import segment_body
+from shallowflow.inputs import SMALL, DiagonalInputs, Inputs
+
+# XLA:CPU hands elementwise work and reductions to the YNNPACK library by default; for the
+# unrolled small contractions (d or n <= 4) and diagonal inputs that is 3-7x slower than XLA's own
+# loops (bench/RESULTS.md), while for GEMM-bound shapes the default is as fast or faster.
+_NO_YNN = {"xla_cpu_experimental_ynn_fusion_type": ""}
+SMALL_UNROLL = 4  # steps per loop iteration on the elementwise paths (bench/NOTES.md)
+DIAGONAL_BLOCK = 4  # runs per block on the diagonal path (measured best, bench/NOTES.md)
+
+
+def _blocks(tree, nb: int, block: int):
+    """Split every leaf's run axis R into (nb, block), blocks first."""
+
+    def split(x: Array) -> Array:
+        ax = run_axis(x)
+        x = x.reshape((*x.shape[:ax], nb, block, *x.shape[ax + 1:]))
+        return jnp.moveaxis(x, ax, 0)
+
+    return jax.tree_util.tree_map(split, tree)
+
+
+def _unblocks(tree, axis_of: Callable[[Array], int]):
+    """Inverse of :func:`_blocks`: merge the leading block axis into the run axis."""
+
+    def merge(x: Array) -> Array:
+        ax = axis_of(x)
+        x = jnp.moveaxis(x, 0, ax)
+        return x.reshape((*x.shape[:ax], x.shape[ax] * x.shape[ax + 1], *x.shape[ax + 2:]))
+
+    return jax.tree_util.tree_map(merge, tree)
+
+
+def _segment_blocked(cfg: EngineConfig, block: int, step0: Array, state: EngineState,
+                     targets: Array, count: Array, inputs: DiagonalInputs, y: Array, stop_loss: Array,
+                     keys: Array, ref: Reference):
+    """The segment for blocks of ``block`` runs at a time, each block running the whole time
+    loop while its state stays in cache (runs are independent, so results are identical). For
+    the memory-bound diagonal path this saves most of the per-step memory traffic."""
+    R = stop_loss.shape[0]
+    nb = R // block
+    per_run_data = inputs.per_run
+    blocked = _blocks((state, stop_loss, keys, ref), nb, block)
+    if per_run_data:
+        s_b = jnp.moveaxis(inputs.s.reshape(inputs.n, nb, block), 1, 0)
+        y_b = y.reshape(nb, block, -1)
+    else:
+        s_b = y_b = None
+
+    def one(args):
+        (st, stop, kk, rf), sb, yb = args
+        inp = DiagonalInputs(sb) if per_run_data else inputs
+        yy = yb if per_run_data else y
+        _, st, rec = segment_body(cfg, step0, st, targets, count, inp, yy, stop, kk, rf,
+                                  SMALL_UNROLL)
+        return st, rec
+
+    st_b, rec_b = lax.map(one, (blocked, s_b, y_b))
+    state = _unblocks(st_b, lambda x: run_axis(x[0]))
+    # records: (nb, S, block, ...) -> (S, R, ...)
+    records = jax.tree_util.tree_map(
+        lambda x: jnp.moveaxis(x, 0, 1).reshape((x.shape[1], R, *x.shape[3:])), rec_b)
+    return jnp.maximum(step0, targets[-1]), state, records
+
+
+_segment_gemm = jax.jit(segment_body, static_argnums=0)
+_segment_elementwise = jax.jit(functools.partial(segment_body, unroll=SMALL_UNROLL),
+                               static_argnums=0, compiler_options=_NO_YNN)
+_no_ynn_supported = [jax.default_backend() == "cpu"]
+_segment_blocked_jit = jax.jit(_segment_blocked, static_argnums=(0, 1), compiler_options=_NO_YNN)
+_segment_blocked_default = jax.jit(_segment_blocked, static_argnums=(0, 1))
+
+
+def _block_size(inputs: Inputs, R: int) -> int:
+    """Runs per block for blocked execution (0: not blocked): the diagonal path only."""
+    if not isinstance(inputs, DiagonalInputs) or R <= DIAGONAL_BLOCK:
+        return 0
+    return max(b for b in range(1, DIAGONAL_BLOCK + 1) if R % b == 0)
+
+
+def _is_elementwise(inputs: Inputs) -> bool:
+    if isinstance(inputs, DiagonalInputs):
+        return True
+    n, d = inputs.X.shape[-2:]
+    return min(n, d) <= SMALL
+
+
+def segment(cfg: EngineConfig, step0: Array, state: EngineState, targets: Array, count: Array,
+            inputs: Inputs, y: Array, stop_loss: Array, keys: Array, ref: Reference):
+    """Run a compiled segment, choosing XLA's CPU options (and run blocking) for the layout."""
+    args = (step0, state, targets, count, inputs, y, stop_loss, keys, ref)
+    block = _block_size(inputs, stop_loss.shape[0])
+    if block > 1:
+        fn = _segment_blocked_jit if _no_ynn_supported[0] else _segment_blocked_default
+        return fn(cfg, block, *args)
+    if _no_ynn_supported[0] and _is_elementwise(inputs):
+        try:
+            return _segment_elementwise(cfg, *args)
+        except Exception as err:  # an XLA without this option: use the default compiler
+            if "ynn" not in str(err).lower():
+                raise
+            _no_ynn_supported[0] = False
+    return _segment_gemm(cfg, *args)

@@ -1,0 +1,55 @@
+"""Compile-time engine settings and the registry of parametrisations (docs/math.md §0.3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from shallowflow.activations import RELU, Activation
+from shallowflow.dynamics.lognorm import LOGNORM
+from shallowflow.dynamics.parametrisation import Parametrisation
+from shallowflow.dynamics.plain import PLAIN
+from shallowflow.losses import Loss
+from shallowflow.probes import DEFAULT_PROBES, PROBES
+
+PARAMETRISATIONS: dict[str, Parametrisation] = {c.name: c for c in (PLAIN, LOGNORM)}
+
+
+def _names(names: list[str]) -> str:
+    return " or ".join(repr(n) for n in names)
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Compile-time settings shared by all runs of a batch (hashable: a static jit argument).
+    ``coordinates`` is the :class:`~shallowflow.dynamics.parametrisation.Parametrisation` named
+    by ``parametrisation``, looked up once here."""
+
+    activation: Activation = RELU
+    loss: Loss = field(default_factory=Loss)
+    kappa: float = 1.0
+    lr: float = 0.1
+    time_scale: float = 1.0
+    train_second_layer: bool = True
+    batch_size: int | None = None
+    probes: tuple[str, ...] = DEFAULT_PROBES
+    parametrisation: str = "plain"  # a key of PARAMETRISATIONS
+    tied_balance: bool = False  # a_j = s_j ||w_j|| exactly (parametrisations that offer it)
+    activity_mask: bool = False
+    coordinates: Parametrisation = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        coordinates = PARAMETRISATIONS.get(self.parametrisation)
+        if coordinates is None:
+            raise ValueError(f"parametrisation: must be {_names(list(PARAMETRISATIONS))}, got "
+                             f"{self.parametrisation!r}")
+        object.__setattr__(self, "coordinates", coordinates)
+        if self.tied_balance and not coordinates.tied_balance:
+            tied = [name for name, c in PARAMETRISATIONS.items() if c.tied_balance]
+            raise ValueError(f"tied_balance: only with parametrisation {_names(tied)}")
+        if self.activity_mask and (self.activation.leak != 0 or self.batch_size is not None):
+            raise ValueError("activity_mask: needs ReLU (leak 0) and full-batch GD")
+        unknown = [p for p in self.probes if p not in PROBES]
+        if unknown:
+            raise ValueError(f"probes: unknown {unknown}; allowed: {', '.join(PROBES)}")
+        if not self.lr > 0:
+            raise ValueError(f"lr: must be > 0, got {self.lr}")

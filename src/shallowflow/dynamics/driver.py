@@ -1,0 +1,210 @@
+"""The driver loop :func:`simulate`: prepare a batch, run compiled segments, assemble the result
+(docs/math.md §0.3).
+
+The time loop is compiled (:mod:`~shallowflow.dynamics.step`); the host only loops over
+segments of record points, for the progress bar, to stop once every run is frozen, and to
+re-batch once most runs are frozen (:mod:`~shallowflow.dynamics.rebatch`). Options:
+``parametrisation`` (:mod:`~shallowflow.dynamics.parametrisation`; "lognorm" for tiny
+initialisations), ``activity_mask`` (:mod:`~shallowflow.dynamics.step`) and ``span``: simulate in
+an orthonormal basis of the data span (:mod:`~shallowflow.dynamics.span`), with the diagonal fast
+path for orthogonal data.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+
+from shallowflow.dynamics import rebatch as rb
+from shallowflow.dynamics.compilation import segment
+from shallowflow.dynamics.config import EngineConfig
+from shallowflow.dynamics.parametrisation import log_shift
+from shallowflow.dynamics.span import project, restore, span_of
+from shallowflow.dynamics.state import RUNNING, EngineState, Reference, status_arrays
+from shallowflow.dynamics.step import probe_context
+from shallowflow.inputs import DiagonalInputs, Inputs, PerRunInputs, SharedInputs
+from shallowflow.network import Network, to_engine_layout
+
+
+@dataclass
+class EngineResult:
+    """Host-side result of :func:`simulate`: parameters, status and probe records."""
+
+    initial: Network  # a (R, p), W (R, p, d)
+    final: Network
+    status: dict[str, np.ndarray]
+    records: dict[str, np.ndarray]  # name -> (run, record, *dims)
+    steps: np.ndarray  # (record,)
+    log_final: dict[str, np.ndarray] | None = None  # log_norm, log_abs_a (R, p) at the end
+
+
+def _chunks(schedule: np.ndarray, per_call: int, min_steps: int) -> list[np.ndarray]:
+    """Split record steps into segments of at most ``per_call`` records, closing a segment early
+    once it spans ``min_steps`` steps (so long runs report progress regularly)."""
+    chunks, start, prev = [], 0, 0
+    for i, s in enumerate(schedule):
+        if i - start + 1 >= per_call or s - prev >= min_steps:
+            chunks.append(schedule[start : i + 1])
+            start, prev = i + 1, s
+    if start < len(schedule):
+        chunks.append(schedule[start:])
+    return chunks
+
+
+def as_inputs(X: Array | np.ndarray | Inputs) -> Inputs:
+    """Wrap data: X (n, d) shared, X (R, n, d) per run, or an Inputs object as is."""
+    if isinstance(X, (SharedInputs, PerRunInputs, DiagonalInputs)):
+        return X
+    X = jnp.asarray(X)
+    if X.ndim == 2:
+        return SharedInputs.of(X)
+    if X.ndim == 3:
+        return PerRunInputs(X)
+    raise ValueError(f"X: must be (n, d) or (R, n, d), got shape {X.shape}")
+
+
+def _initial_state(cfg: EngineConfig, a0: Array, Wt0: Array, log_scale: Array | None,
+                   log_perp_sq: Array, n: int) -> tuple[EngineState, Reference]:
+    """Engine state and reference constants from a unit-scale (or actual) network; the
+    out-of-span norms in actual units: log ||w_perp||^2 + 2 log lambda."""
+    R, p = a0.shape
+    params = cfg.coordinates.initial(a0, Wt0, log_scale, cfg.tied_balance)
+    mask = jnp.ones((n, R, p), bool) if cfg.activity_mask else None
+    state = EngineState(params, jnp.full((R,), RUNNING, jnp.int32), -jnp.ones((R,), jnp.int64),
+                        mask)
+    log_perp = log_perp_sq + 2 * log_shift(a0, log_scale)[:, None]
+    return state, Reference(jnp.exp(log_perp), log_perp, params)
+
+
+def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs: Inputs, y: Array,
+                  stop: Array, keys: Array, schedule: np.ndarray, per_call: int,
+                  progress: Callable[[int, int], None] | None,
+                  rebatch: bool) -> tuple[EngineState, Reference, dict[str, np.ndarray]]:
+    """The host loop over compiled segments; returns the final state and records (R, S, ...)."""
+    R = stop.shape[0]
+    total = int(schedule[-1])
+    step = jnp.zeros((), jnp.int64)
+    pieces: list[dict[str, np.ndarray]] = []
+    done = 0
+    # the batch being trained: runs `current` of the full batch (all of them until a compaction)
+    current = np.arange(R)
+    full_state, full_ref = state, ref
+    cur_inputs, cur_y, cur_stop, cur_keys = inputs, y, stop, keys
+    last: dict[str, np.ndarray] = {}  # full-batch last record, for runs left out of the batch
+    per_run_step = np.inf  # measured seconds per run and step (after the compiling segment)
+    for index, chunk in enumerate(_chunks(schedule, per_call, max(1, total // 50))):
+        padded = np.concatenate([chunk, np.full(per_call - len(chunk), chunk[-1], np.int64)])
+        t0, first_step = time.perf_counter(), int(step)
+        step, state, rec = segment(cfg, step, state, jnp.asarray(padded), jnp.asarray(len(chunk)),
+                                   cur_inputs, cur_y, cur_stop, cur_keys, ref)
+        part = {k: np.asarray(v)[: len(chunk)] for k, v in rec.items()}
+        if index > 0 and int(chunk[-1]) > first_step:
+            per_run_step = (time.perf_counter() - t0) / ((int(chunk[-1]) - first_step) * len(current))
+        if len(current) < R:
+            part = rb.widen(part, last, current)
+        pieces.append(part)
+        last = {k: v[-1] for k, v in part.items()}
+        done += len(chunk)
+        if progress is not None:
+            progress(int(chunk[-1]), total)
+        code = np.asarray(state.code)
+        if np.all(code != RUNNING) and done < len(schedule):
+            # every run is frozen: the remaining records are exact copies of the last one
+            rest = len(schedule) - done
+            pieces.append({k: np.repeat(v[None], rest, axis=0) for k, v in last.items()})
+            if progress is not None:
+                progress(total, total)
+            break
+        saving = per_run_step * (total - int(chunk[-1]))
+        keep = rb.compaction(code, current, rb.REBATCH_MULTIPLE, saving) if rebatch else None
+        if keep is not None and done < len(schedule):
+            full_state = rb.put_runs(full_state, state, current)
+            current = current[keep]
+            state, ref = rb.take_runs(state, keep), rb.take_runs(full_ref, current)
+            cur_inputs, cur_y = inputs.take_runs(current), y[current] if y.ndim == 2 else y
+            cur_stop, cur_keys = stop[current], keys[current]
+    if len(current) < R:
+        state, ref = rb.put_runs(full_state, state, current), full_ref
+    return state, ref, {k: np.moveaxis(np.concatenate([p[k] for p in pieces]), 0, 1)
+                        for k in pieces[0]}
+
+
+def simulate(
+    cfg: EngineConfig,
+    net0: Network,
+    X: Array | np.ndarray | Inputs,
+    y: Array | np.ndarray,
+    schedule: np.ndarray,
+    stop_loss: Array | np.ndarray | None = None,
+    keys: Array | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    records_per_call: int = 64,
+    log_scale: Array | np.ndarray | None = None,
+    span: bool = False,
+    rebatch: bool = True,
+) -> EngineResult:
+    """Train the batch of networks ``net0`` (a (R, p), W (R, p, d)) and record probes at
+    ``schedule``.
+
+    X, y: shared (n, d), (n,); per run (R, n, d), (R, n); or an :mod:`~shallowflow.inputs`
+    object. ``schedule``: strictly increasing record steps starting at 0 (see
+    :func:`~shallowflow.dynamics.schedule.record_schedule`). ``stop_loss`` (R,): per-run early-stop
+    threshold (None: never). ``keys`` (R,): per-run keys for SGD sampling. ``log_scale`` (R,): the
+    trained network is exp(log_scale) * net0 (so lambda = exp(-1000) is expressible; required
+    scale information for the lognorm parametrisation, else lambda = 1). ``span``: train in the
+    span basis of the data (:mod:`~shallowflow.dynamics.span`; X must be an array). ``rebatch``:
+    once at most half of the batch still runs, continue with the running runs only (frozen runs'
+    records are exact copies of their last one, so results are identical; a new shape compiles
+    once). ``progress(done_steps, total_steps)`` is called after each compiled segment.
+    """
+    schedule = np.asarray(schedule, dtype=np.int64)
+    if schedule.ndim != 1 or len(schedule) == 0 or schedule[0] != 0 or np.any(np.diff(schedule) <= 0):
+        raise ValueError("schedule: must be a strictly increasing 1-D array of steps starting at 0")
+    R = net0.a.shape[0]
+    dtype = net0.W.dtype
+    stop = jnp.full((R,), -jnp.inf, dtype) if stop_loss is None else jnp.asarray(stop_loss, dtype)
+    keys = jax.random.split(jax.random.PRNGKey(0), R) if keys is None else keys
+    W0 = np.asarray(net0.W)
+    in_span = span_of(np.asarray(X)) if span else None
+    if in_span is not None:
+        Wr, W_perp = project(W0.astype(np.float64), in_span.basis)
+        inputs_raw: Inputs | Array | np.ndarray = in_span.inputs
+        W_engine = Wr.astype(dtype)
+    else:
+        inputs_raw, W_engine, W_perp = X, W0, np.zeros_like(W0)
+    inputs = jax.tree_util.tree_map(lambda v: jnp.asarray(v, dtype), as_inputs(inputs_raw))
+    y = jnp.asarray(y, dtype)
+    a0, Wt0 = to_engine_layout(Network(jnp.asarray(net0.a, dtype), jnp.asarray(W_engine, dtype)))
+    with np.errstate(divide="ignore"):
+        log_perp_sq = jnp.asarray(np.log(np.sum(W_perp.astype(np.float64) ** 2, axis=2)), dtype)
+    ls = None if log_scale is None else jnp.asarray(log_scale, dtype)
+    if log_scale is not None:  # the out-of-span part in actual units (0 once it underflows)
+        W_perp = W_perp * np.exp(np.asarray(log_scale, np.float64))[:, None, None]
+    state, ref = _initial_state(cfg, a0, Wt0, ls, log_perp_sq, inputs.n)
+    start = probe_context(cfg, state.params, None, ref)
+    per_call = max(1, min(records_per_call, len(schedule)))
+    state, ref, records = _run_segments(cfg, state, ref, inputs, y, stop, keys, schedule, per_call,
+                                        progress, rebatch)
+    end = probe_context(cfg, state.params, None, ref)
+
+    def full_W(Wt: Array) -> np.ndarray:
+        W = np.asarray(jnp.transpose(Wt, (1, 2, 0)))
+        if in_span is None:
+            return W
+        return restore(W.astype(np.float64), in_span.basis, W_perp).astype(W.dtype)
+
+    if in_span is not None and "W" in records:
+        records["W"] = restore(records["W"].astype(np.float64), in_span.basis, W_perp)
+    log_final = None
+    if cfg.coordinates.log_final:
+        log_final = {"log_norm": np.asarray(end.log_norm), "log_abs_a": np.asarray(end.log_abs_a)}
+    status = status_arrays(np.asarray(state.code), np.asarray(state.event_step))
+    return EngineResult(
+        Network(np.asarray(start.a), full_W(start.Wt)), Network(np.asarray(end.a), full_W(end.Wt)),
+        status, records, schedule, log_final)

@@ -1,0 +1,66 @@
+"""The parametrisation interface: how the engine stores the networks it trains (docs/math.md §0.3).
+
+A parametrisation holds the R networks of a batch as engine coordinates ``params``, a pytree
+whose leaves are (R, p) or (d, R, p) arrays (run axis R), and takes in them the GD step
+
+    theta <- theta - eta T grad L(theta)          (rate = eta T)
+
+The implementations are :mod:`~shallowflow.dynamics.plain` (the weights themselves) and
+:mod:`~shallowflow.dynamics.lognorm` (log-norm coordinates for tiny initialisations); the engine
+looks one up once, by the name ``EngineConfig.parametrisation``, in
+:data:`~shallowflow.dynamics.config.PARAMETRISATIONS`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Protocol
+
+import jax.numpy as jnp
+from jax import Array
+
+from shallowflow.network import BatchGradient
+
+Params = Any  # engine coordinates: a pytree of (R, p) and (d, R, p) arrays
+
+
+class PlainView(NamedTuple):
+    """The parameters in plain units, as the probes read them (docs/math.md §0.3)."""
+
+    a: Array  # a_j, (R, p)
+    Wt: Array  # w_j in the engine basis, (d, R, p)
+    log_norm: Array  # log ||w_j||, the constant out-of-span part included, (R, p)
+    log_abs_a: Array  # log |a_j|, (R, p)
+    grad_norm_sq: Array | None  # ||grad L||^2 per run, (R,); None without a gradient
+
+
+class Parametrisation(Protocol):
+    """Engine coordinates of a batch of networks and the GD step in them."""
+
+    name: str  # the registry name (EngineConfig.parametrisation)
+    tied_balance: bool  # whether the tied balance a_j = s_j ||w_j|| is available
+    log_final: bool  # whether results carry log ||w_j||, log |a_j| at the end (exact at tiny scale)
+
+    def initial(self, a: Array, Wt: Array, log_scale: Array | None, tied: bool) -> Params:
+        """Coordinates of the network lambda (a, Wt), log lambda = ``log_scale`` (R,) (None:
+        lambda = 1); ``tied``: put the second layer on the balanced manifold |a_j| = ||w_j||."""
+        ...
+
+    def weights(self, params: Params) -> tuple[Array, Array]:
+        """(a, Wt) for the forward pass: the gradient ``BatchGradient`` is taken at these."""
+        ...
+
+    def update(self, params: Params, bg: BatchGradient, rate: float, kappa: float,
+               train_a: bool, tied: bool) -> Params:
+        """One GD step of size rate = eta T from the gradient ``bg`` at :meth:`weights`."""
+        ...
+
+    def view(self, params: Params, bg: BatchGradient | None, perp_sq: Array, log_perp_sq: Array,
+             kappa: float, train_a: bool) -> PlainView:
+        """The parameters in plain units; ``perp_sq`` (R, p) = ||w_perp||^2 outside the data span
+        and its log ``log_perp_sq``; the gradient norm from ``bg`` (None: no gradient)."""
+        ...
+
+
+def log_shift(a: Array, log_scale: Array | None) -> Array:
+    """log lambda per run (R,) for the network lambda (a, Wt): ``log_scale``, or 0 when None."""
+    return jnp.zeros((a.shape[0],), a.dtype) if log_scale is None else log_scale

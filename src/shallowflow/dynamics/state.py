@@ -1,0 +1,73 @@
+"""The engine state of a batch and per-run status (docs/math.md §0.3).
+
+Per-run status, updated every step:
+- early stop: once L(theta_k) < stop_loss (GD; for SGD tested with the full loss at record points)
+  the run freezes and ``stop_step`` = k;
+- divergence: once L(theta_k) is non-finite (tested every step), or the parameters are
+  non-finite at a record point (tested there), the run is flagged ``diverged`` with
+  ``diverge_step`` = that step, and it is frozen at its parameters of the last record point where
+  they and their loss were finite; its batch goes on.
+Frozen runs keep their parameters, so their records after freezing are exact copies.
+
+Engine arrays are run-major per leaf: the run axis is 1 for (d|n, R, p) leaves, else 0.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+
+from shallowflow.dynamics.parametrisation import Params
+
+RUNNING, STOPPED, DIVERGED = 0, 1, 2
+
+
+class EngineState(NamedTuple):
+    params: Params
+    code: Array  # (R,) RUNNING, STOPPED or DIVERGED
+    event_step: Array  # (R,) step at which the run froze, -1 while running
+    mask: Array | None  # persistent activity mask (n, R, p), or None
+
+
+class Reference(NamedTuple):
+    """Constants of the batch the probes compare against."""
+
+    perp_sq: Array  # ||w_j||^2 outside the data span (constant), (R, p)
+    log_perp_sq: Array  # its log, exact also when perp_sq underflows (tiny lambda)
+    params0: Params  # the initial parameters
+
+
+def freeze(st: EngineState, stop_now: Array, diverge_now: Array, step: Array):
+    """Status after this step's tests: a running run stops or diverges at ``step``."""
+    running = st.code == RUNNING
+    code = jnp.where(running & stop_now, STOPPED,
+                     jnp.where(running & diverge_now, DIVERGED, st.code))
+    event = jnp.where(running & (code != RUNNING), step, st.event_step)
+    return code, event
+
+
+def status_arrays(code: np.ndarray, event_step: np.ndarray) -> dict[str, np.ndarray]:
+    """The public per-run status: stopped, stop_step, diverged, diverge_step (-1 if none)."""
+    stopped, diverged = code == STOPPED, code == DIVERGED
+    return {"stopped": stopped, "stop_step": np.where(stopped, event_step, -1),
+            "diverged": diverged, "diverge_step": np.where(diverged, event_step, -1)}
+
+
+def select(move: Array, new, old):
+    """Per-run choice between two parameter pytrees (leaves (R, p) or (d, R, p)). Written with
+    explicit broadcast shapes: a reshape of ``move`` made the tiny run ~10 % slower."""
+
+    def pick(n: Array, o: Array) -> Array:
+        m = move[:, None] if n.ndim == 2 else move[None, :, None]
+        return jnp.where(m, n, o)
+
+    return jax.tree_util.tree_map(pick, new, old)
+
+
+def run_axis(leaf: Array) -> int:
+    """Position of the run axis in engine arrays: 1 for (d|n, R, p), else 0."""
+    return 1 if leaf.ndim == 3 else 0

@@ -1,0 +1,167 @@
+"""The compiled step and segment: batched gradient descent with probes recorded inside the loop
+(docs/math.md §0.3).
+
+One step of run r is
+
+    theta <- theta - eta * T * grad L(theta)          (one step = eta units of flow time)
+
+with full-batch gradients (GD) or an unbiased minibatch estimate (SGD: B samples drawn without
+replacement per run and step, sample weights n/B), taken in the coordinates of the configured
+:class:`~shallowflow.dynamics.parametrisation.Parametrisation`. The R runs are advanced together
+in the layout of :mod:`shallowflow.network` (a (R, p), Wt (d, R, p)), so with shared data each
+step is two GEMMs over all R p neurons (:mod:`shallowflow.inputs`).
+
+A segment is a ``lax.scan`` over record points, each advancing a ``lax.while_loop`` of steps to
+the next record step, then evaluating the probes; early stop and divergence follow
+:mod:`~shallowflow.dynamics.state`. ``activity_mask`` keeps a persistent mask
+alive &= (<w_j, x_i> > 0), so a pair that became inactive never revives by rounding.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax import Array, lax
+
+from shallowflow.dynamics.config import EngineConfig
+from shallowflow.dynamics.parametrisation import Params
+from shallowflow.dynamics.state import (
+    DIVERGED,
+    RUNNING,
+    EngineState,
+    Reference,
+    freeze,
+    run_axis,
+    select,
+)
+from shallowflow.inputs import DiagonalInputs, Inputs, PerRunInputs, SharedInputs
+from shallowflow.network import BatchGradient, batch_loss_and_gradient
+from shallowflow.probes import PROBES, ProbeContext
+
+
+def _gradient(cfg: EngineConfig, st: EngineState, inputs: Inputs, y: Array, **kw):
+    a, Wt = cfg.coordinates.weights(st.params)
+    return batch_loss_and_gradient(a, Wt, inputs, y, cfg.kappa, cfg.activation, cfg.loss,
+                                   mask=st.mask, **kw)
+
+
+def _minibatch(cfg: EngineConfig, inputs: Inputs, y: Array, keys: Array, step: Array):
+    """Per-run minibatches (without replacement) as PerRunInputs, labels and weight n/B."""
+    if isinstance(inputs, DiagonalInputs):
+        raise ValueError("batch_size: SGD is not available with diagonal (span basis) inputs")
+    n, B = inputs.n, cfg.batch_size
+    idx = jax.vmap(lambda k: jax.random.choice(jax.random.fold_in(k, step), n, (B,),
+                                               replace=False))(keys)  # (R, B)
+    if isinstance(inputs, SharedInputs):
+        Xb, yb = inputs.X[idx], y[idx]
+    else:
+        Xb = jnp.take_along_axis(inputs.X, idx[:, :, None], axis=1)
+        yb = jnp.take_along_axis(y, idx, axis=1)
+    return PerRunInputs(Xb), yb, n / B
+
+
+def _step(cfg: EngineConfig, st: EngineState, step: Array, inputs: Inputs, y: Array,
+          stop_loss: Array, keys: Array) -> EngineState:
+    """One GD/SGD step of all runs, with early stop and divergence handling."""
+    if cfg.batch_size is None:
+        bg = _gradient(cfg, st, inputs, y)
+        below = bg.loss < stop_loss
+    else:
+        Xb, yb, weight = _minibatch(cfg, inputs, y, keys, step)
+        bg = _gradient(cfg, st, Xb, yb, weights=weight)
+        below = jnp.zeros_like(bg.loss, dtype=bool)
+    rate = cfg.lr * cfg.time_scale
+    new = cfg.coordinates.update(st.params, bg, rate, cfg.kappa, cfg.train_second_layer,
+                                 cfg.tied_balance)
+    # L catches a blow-up long before the parameters overflow (a per-run scalar: free); the rare
+    # non-finite parameter that does not reach L is caught at the next record point (_guard)
+    code, event = freeze(st, below, ~jnp.isfinite(bg.loss), step)
+    move = code == RUNNING
+    mask = None if st.mask is None else jnp.where(move[None, :, None], bg.active, st.mask)
+    return EngineState(select(move, new, st.params), code, event, mask)
+
+
+def probe_context(cfg: EngineConfig, params: Params, bg: BatchGradient | None,
+                  ref: Reference) -> ProbeContext:
+    """Probe context in plain units: ||w_j||^2 = ||Wt_j||^2 + ||w_perp||^2 (the constant
+    out-of-span part included). The initial balance a_j^2 - ||w_j||^2 and log ratio
+    log |a_j| - log ||w_j|| are evaluated by the same code, so that drifts are exactly 0 at t = 0."""
+    v = cfg.coordinates.view(params, bg, ref.perp_sq, ref.log_perp_sq, cfg.kappa,
+                             cfg.train_second_layer)
+    norm_sq = jnp.sum(v.Wt**2, axis=0) + ref.perp_sq
+    ctx = ProbeContext(v.a, v.Wt, norm_sq, v.log_norm, v.log_abs_a, v.grad_norm_sq, bg, None, None,
+                       cfg.time_scale)
+    if params is ref.params0:
+        return ctx._replace(balance0=v.a**2 - norm_sq, log_ratio0=v.log_abs_a - v.log_norm)
+    c0 = probe_context(cfg, ref.params0, None, ref)
+    return ctx._replace(balance0=c0.a**2 - c0.norm_sq, log_ratio0=c0.log_abs_a - c0.log_norm)
+
+
+def _record(cfg: EngineConfig, st: EngineState, step: Array, inputs: Inputs, y: Array,
+            stop_loss: Array, ref: Reference) -> tuple[EngineState, dict, Array]:
+    """Full-batch probes of all runs (and, for SGD, the early-stop test on the full loss)."""
+    bg = _gradient(cfg, st, inputs, y)
+    if cfg.batch_size is not None:
+        code, event = freeze(st, bg.loss < stop_loss, jnp.zeros_like(bg.loss, dtype=bool), step)
+        st = st._replace(code=code, event_step=event)
+    ctx = probe_context(cfg, st.params, bg, ref)
+    return st, {name: PROBES[name].fn(ctx) for name in cfg.probes}, bg.loss
+
+
+def _guard(st: EngineState, backup: Params, step: Array) -> EngineState:
+    """At a record point: flag running runs whose parameters are non-finite, and put every
+    diverged run back to ``backup``, its parameters at the last record point where they and their
+    loss were finite. Runs that diverged earlier already hold ``backup``."""
+
+    def finite(x: Array) -> Array:
+        ax = run_axis(x)
+        return jnp.all(jnp.isfinite(x), axis=tuple(i for i in range(x.ndim) if i != ax))
+
+    ok = jax.tree_util.tree_reduce(jnp.logical_and, jax.tree_util.tree_map(finite, st.params))
+    code, event = freeze(st, jnp.zeros_like(ok), ~ok, step)
+    params = select(code == DIVERGED, backup, st.params)
+    return st._replace(params=params, code=code, event_step=event)
+
+
+def segment_body(cfg: EngineConfig, step0: Array, state: EngineState, targets: Array,
+                 count: Array, inputs: Inputs, y: Array, stop_loss: Array, keys: Array,
+                 ref: Reference, unroll: int = 1):
+    """Advance all runs through the record steps ``targets[:count]``, measuring at each (the
+    rest of ``targets`` is padding to the compiled length: no steps and no probes there; their
+    records are zeros, which the caller drops). ``unroll`` steps per loop iteration (then single
+    steps to the target): on small problems each loop iteration's fixed cost (it copies the loop
+    state) is comparable to a step."""
+
+    def measure(st: EngineState, step: Array):
+        return _record(cfg, st, step, inputs, y, stop_loss, ref)
+
+    def advance(carry, target_and_index):
+        target, index = target_and_index
+
+        def body(c):
+            step, st = c
+            return step + 1, _step(cfg, st, step, inputs, y, stop_loss, keys)
+
+        def body_unrolled(c):
+            for _ in range(unroll):
+                c = body(c)
+            return c
+
+        step, st, backup = carry
+        if unroll > 1:
+            step, st = lax.while_loop(lambda c: c[0] + unroll <= target, body_unrolled, (step, st))
+        step, st = lax.while_loop(lambda c: c[0] < target, body, (step, st))
+        st = _guard(st, backup, step)
+        shapes = jax.eval_shape(measure, st, step)
+
+        def skip(st: EngineState, step: Array):  # a padding slot: a zero record, dropped later
+            return st, *jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes[1:])
+
+        st, rec, loss = lax.cond(index < count, measure, skip, st, step)
+        # the next backup: these parameters if their loss is finite (else keep the older ones)
+        backup = select(jnp.isfinite(loss), st.params, backup)
+        return (step, st, backup), rec
+
+    (step, state, _), records = lax.scan(advance, (step0, state, state.params),
+                                         (targets, jnp.arange(targets.shape[0])))
+    return step, state, records
