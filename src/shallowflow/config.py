@@ -14,6 +14,7 @@ adding a scheme is a spec class with its ``draw`` plus the pure function in :mod
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import sys
@@ -31,6 +32,7 @@ from pydantic import (
     Field,
     PlainSerializer,
     PrivateAttr,
+    SerializationInfo,
     ValidationError,
     model_validator,
 )
@@ -53,13 +55,21 @@ def _float_array(value: Any) -> Any:
     return arr
 
 
-def _as_list(value: Any) -> Any:
+DIGEST = {"digest": True}
+"""Serialisation context for identities (batch signatures, batch ids, compile-cache keys): arrays
+are written as a hash of their bytes instead of their values (`model_dump(context=DIGEST)`)."""
+
+
+def _as_list(value: Any, info: SerializationInfo) -> Any:
+    if info.context and info.context.get("digest"):
+        digest = hashlib.sha1(repr(value.shape).encode() + value.tobytes()).hexdigest()
+        return f"array{list(value.shape)} sha1:{digest}"
     return value.tolist()
 
 
 FloatArray = Annotated[Any, BeforeValidator(_float_array), PlainSerializer(_as_list, when_used="json")]
 """A float64 array held in a spec (in-memory data and initial networks); a file holds it as
-nested lists."""
+nested lists, an identity as a hash (:data:`DIGEST`)."""
 
 
 class ConfigError(ValueError):

@@ -28,7 +28,7 @@ import xarray as xr
 
 from shallowflow import certificate, enable_float64
 from shallowflow.activations import Activation
-from shallowflow.config import Experiment
+from shallowflow.config import DIGEST, Experiment
 from shallowflow.data.validate import validate_dataset
 from shallowflow.dynamics import EngineConfig, EngineResult, record_schedule
 from shallowflow.dynamics import simulate as engine_simulate
@@ -51,7 +51,7 @@ class RunRef:
 
 def static_signature(exp: Experiment) -> str:
     """JSON of the spec without its batchable fields: equal signatures can share one batch."""
-    d = exp.model_dump(mode="json")
+    d = exp.model_dump(mode="json", context=DIGEST)
     for path in BATCHABLE:
         node = d
         *head, last = path.split(".")
@@ -147,7 +147,7 @@ def _datasets(refs: Sequence[RunRef]) -> tuple[np.ndarray, np.ndarray]:
         return (np.broadcast_to(X, (len(refs), *X.shape)),
                 np.broadcast_to(y, (len(refs), *y.shape)))
     keys = jnp.stack([_data_key(r) for r in refs])
-    X, y = _quick_jit(f"data {spec.model_dump_json()} bias={bias}", lambda: jax.vmap(one))(keys)
+    X, y = _quick_jit(f"data {spec.model_dump_json(context=DIGEST)} bias={bias}", lambda: jax.vmap(one))(keys)
     return np.asarray(X), np.asarray(y)
 
 
@@ -162,7 +162,7 @@ def _initial_networks(exp: Experiment, init_keys: jax.Array, X: np.ndarray, y: n
         a, W = spec.draw(init_keys[0], p, Xj, yj)
         return Network(jnp.broadcast_to(a, (R, *a.shape)), jnp.broadcast_to(W, (R, *W.shape)))
     axis = None if shared else 0
-    init_key = f"init {spec.model_dump_json()} {exp.model.model_dump_json()} shared={shared}"
+    init_key = f"init {spec.model_dump_json(context=DIGEST)} {exp.model.model_dump_json()} shared={shared}"
     return _quick_jit(init_key, lambda: jax.vmap(lambda k, Xr, yr: spec.draw(k, p, Xr, yr),
                                                  in_axes=(0, axis, axis)))(init_keys, Xj, yj)
 
@@ -203,7 +203,7 @@ def prepare_batch(refs: Sequence[RunRef]) -> BatchInputs:
         if static_signature(r.experiment) != sig:
             raise ValueError("refs: runs in one batch must differ only in batchable fields "
                              f"{BATCHABLE}")
-    data_ids = {(r.experiment.data.model_dump_json(), np.asarray(_data_key(r)).tobytes())
+    data_ids = {(r.experiment.data.model_dump_json(context=DIGEST), np.asarray(_data_key(r)).tobytes())
                 for r in refs}
     shared = len(data_ids) == 1
     Xs, ys = _datasets(refs[:1] if shared else refs)

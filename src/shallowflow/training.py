@@ -31,7 +31,7 @@ from typing import TypeVar
 import numpy as np
 import xarray as xr
 
-from shallowflow.config import Experiment
+from shallowflow.config import DIGEST, Experiment
 from shallowflow.executors import Executor, LocalExecutor, StepCallback
 from shallowflow.experiment import RunRef, batch_data, prepare_batch, run_batch, static_signature
 from shallowflow.progress import make_progress
@@ -67,7 +67,7 @@ def plan(refs: Sequence[RunRef], max_batch: int = 4096,
     for g, members in enumerate(groups.values()):
         for start in range(0, len(members), max_batch):
             chunk = members[start : start + max_batch]
-            ident = json.dumps([(tags[i], refs[i].experiment.model_dump(mode="json"),
+            ident = json.dumps([(tags[i], refs[i].experiment.model_dump(mode="json", context=DIGEST),
                                  refs[i].index) for i in chunk], sort_keys=True, default=str)
             digest = hashlib.sha1(ident.encode()).hexdigest()[:10]
             batches.append(Batch(f"g{g:03d}-{start // max_batch:04d}-{digest}",
