@@ -137,3 +137,25 @@ def test_fig6_norms_and_initialisations(fig6):
         np.testing.assert_allclose(np.linalg.norm(Ws, axis=-1), 1e-12 / math.sqrt(m), rtol=1e-10)
         np.testing.assert_allclose(np.abs(As), 1e-12 / math.sqrt(m), rtol=1e-10)
         assert set(np.sign(As).ravel()) <= {-1.0, 1.0}
+
+
+def test_fig5_changed_verdict_constant_changes_only_the_verdict(fig5, tmp_path, monkeypatch):
+    """Re-judging a saved folder with another verdict constant: the measured values, intervals
+    and variants stay; only the verdict of the claim that uses the constant follows it."""
+    from shallowflow.reproductions.town import fig5 as module
+
+    folders = {}
+    for share in (0.0, 1.01):  # every share passes / no share can pass
+        monkeypatch.setattr(module, "LIMIT_SHARE", share)
+        folders[share] = tmp_path / f"share{share}"
+        rejudge("town-fig5", fig5, folders[share])
+    lenient, strict = ({c["id"]: c for c in json.loads((folders[s] / "claims.json").read_text())}
+                       for s in (0.0, 1.01))
+    assert lenient.keys() == strict.keys()
+    for cid in lenient:
+        for field in ("statement", "paper_value", "measured", "interval", "variants"):
+            assert lenient[cid][field] == strict[cid][field]
+        if cid != "limit_approach":
+            assert lenient[cid]["verdict"] == strict[cid]["verdict"]
+    assert lenient["limit_approach"]["verdict"] == "reproduced"
+    assert strict["limit_approach"]["verdict"] == "not reproduced"

@@ -1,4 +1,4 @@
-"""Limit saddle-to-saddle process (Algorithm 1, MATH.md §3.3-3.6): hand vector, an independent
+"""Limit saddle-to-saddle process (Algorithm 1, docs/math.md §3.3-3.6): hand vector, an independent
 loop-based reference, invariances, convergence of tiny-initialisation gradient descent, Assumption 4
 and Proposition 2(i), and a large instance."""
 
@@ -36,7 +36,7 @@ from shallowflow.theory.saddle_process import (
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# MATH.md §3.6: X = I_4, y = (3, 4, 1, 2), s = (+1, +1), c_L = 1/4, A_1 = {1, 2}, A_2 = {2, 3, 4}
+# docs/math.md §3.6: X = I_4, y = (3, 4, 1, 2), s = (+1, +1), c_L = 1/4, A_1 = {1, 2}, A_2 = {2, 3, 4}
 HAND_X = np.eye(4)
 HAND_Y = np.array([3.0, 4.0, 1.0, 2.0])
 HAND_S = np.array([1.0, 1.0])
@@ -57,7 +57,7 @@ def hand_values() -> dict[str, float]:
 @pytest.mark.parametrize("X", [HAND_X, None], ids=["X=I", "X=None"])
 def test_hand_vector_of_math_md(X):
     h = hand_values()
-    # the closed forms agree with MATH.md's printed decimals
+    # the closed forms agree with docs/math.md's printed decimals
     assert h["beta2"] == pytest.approx(math.sqrt(21) / 4) == pytest.approx(1.14564, abs=1e-5)
     assert h["e2"] == pytest.approx(-0.0834849, abs=1e-7)
     assert h["beta2b"] == pytest.approx(math.sqrt(5) / 4)
@@ -121,7 +121,7 @@ def test_hand_vector_curves_and_dataset():
 
 
 def test_loss_conventions_scale_times_and_plateaus():
-    """c_L = 2 c T (MATH.md §3.1): 'mse' halves every time and doubles every plateau."""
+    """c_L = 2 c T (docs/math.md §3.1): 'mse' halves every time and doubles every plateau."""
     assert loss_constant("square", 4) == 0.25
     assert loss_constant("mse", 4) == 0.5
     assert loss_constant("square", 4, time_scale=3.0) == 0.75
@@ -145,7 +145,7 @@ def test_loss_conventions_scale_times_and_plateaus():
 
 # --------------------------------------------------------------------- independent reference
 def reference_process(X, y, s, directions, c_L):
-    """Algorithm 1 written plainly from MATH.md §3.4 with Python sets and loops."""
+    """Algorithm 1 written plainly from docs/math.md §3.4 with Python sets and loops."""
     n, m = len(y), len(s)
     A = [{i for i in range(n) if X[i] @ directions[j] > 0 and s[j] * y[i] > 0} for j in range(m)]
     U, F = set(range(n)), set()
@@ -280,7 +280,7 @@ LAMBDAS = (1e-50, 1e-100, 1e-200)
 # Gradient descent is the Euler scheme of the flow: it moves each jump by about lr beta / 2
 # relative (beta the exponent slope), i.e. by ~ tau lr beta log(1/lambda) / 2 in |error| log(1/lambda).
 # lr = 1e-3 keeps that part below ~0.25 at lambda = 1e-200; the rest is the O(1/log(1/lambda)) error
-# of the flow itself (MATH.md §3.4: about 0.42 for the first hand-vector jump).
+# of the flow itself (docs/math.md §3.4: about 0.42 for the first hand-vector jump).
 GD_LR = 1e-3
 PRODUCT_BOUND = 1.0
 
@@ -413,7 +413,7 @@ def test_proposition_2_bound_is_below_monte_carlo_frequency():
     assert minority_count(y) == 13
     bound = assumption4_probability_bound(n, m, 13)
     assert bound == pytest.approx(1 - 30 * 0.75**12 - 12 * 2.0**-13 - 33 * 2.0**-13, rel=1e-14)
-    assert bound == pytest.approx(0.044, abs=5e-4)  # MATH.md §3.5
+    assert bound == pytest.approx(0.044, abs=5e-4)  # docs/math.md §3.5
     # Assumption 3 draws with X = I: only the coordinate signs of w̄_j(0) matter
     s = rng.choice([-1.0, 1.0], (draws, m))
     G = rng.standard_normal((draws, m, n))
@@ -426,9 +426,9 @@ def test_proposition_2_bound_is_below_monte_carlo_frequency():
     distinct = np.all(np.diff(key, axis=1) != 0, axis=1)
     holds = rows_ok & cols_ok & distinct
     freq = holds.mean()
-    assert freq == pytest.approx(0.456, abs=0.04)  # MATH.md §3.5 Monte Carlo
+    assert freq == pytest.approx(0.456, abs=0.04)  # docs/math.md §3.5 Monte Carlo
     assert bound < freq
-    # a row is zero with probability exactly (3/4)^m (MATH.md §3.3: this pins the sign factor)
+    # a row is zero with probability exactly (3/4)^m (docs/math.md §3.3: this pins the sign factor)
     row_zero = 1 - M.any(axis=2).mean()
     assert row_zero == pytest.approx(0.75**m, rel=0.2)
     # the library's report agrees draw by draw

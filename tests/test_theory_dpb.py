@@ -1,4 +1,4 @@
-"""DPB theory modules (MATH.md §1.3-1.5) against independent references: brute force, Monte Carlo,
+"""DPB theory modules (docs/math.md §1.3-1.5) against independent references: brute force, Monte Carlo,
 exact probabilities, finite differences, scipy ODE integration, mpmath and library simulations."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def np_mu(a, W, X, y):
 
 
 def np_group_loss(n, p, D, N0, c0, t):
-    """L^j(t) from MATH.md §1.5 written with cosh/sinh (moderate c t only)."""
+    """L^j(t) from docs/math.md §1.5 written with cosh/sinh (moderate c t only)."""
     k, g = n / p, math.sqrt(n / p) * D
     c = 2 * g / n
     ct = c * t
@@ -65,7 +65,7 @@ def test_neurons_for_is_the_smallest_width_with_bound_below_eps():
 
 
 def test_lemma5_width_rules():
-    """p >= 4 log(n/eps) gives a bound >= 1 - eps (MATH.md §1.4(5))."""
+    """p >= 4 log(n/eps) gives a bound >= 1 - eps (docs/math.md §1.4(5))."""
     for n in [2, 10, 100, 10**4]:
         for eps in [0.3, 0.05, 1e-4]:
             p = math.ceil(4 * math.log(n / eps))
@@ -109,7 +109,7 @@ def test_lemma5_bound_below_monte_carlo_and_exact_probability(p, quoted):
     assert abs(mc - exact) < 4 * se
     assert bound < mc - 3 * se
     assert bound < exact
-    assert abs(exact - quoted) < 0.01  # MATH.md §1.4(5) quotes 0.647 >= 0.466 and 0.894 >= 0.873
+    assert abs(exact - quoted) < 0.01  # docs/math.md §1.4(5) quotes 0.647 >= 0.466 and 0.894 >= 0.873
 
 
 # ------------------------------------------------------------------------ data constants
@@ -155,7 +155,7 @@ def test_budget_epochs_and_thresholds():
 
 
 def test_sign_threshold_forces_correct_signs():
-    """L < (C_y^-)^2/(2n) implies sign(h(x_i)) = sign(y_i) for every i (MATH.md §1.4(12) [D])."""
+    """L < (C_y^-)^2/(2n) implies sign(h(x_i)) = sign(y_i) for every i (docs/math.md §1.4(12) [D])."""
     rng = np.random.default_rng(5)
     for _ in range(2000):
         n = int(rng.integers(1, 20))
@@ -289,7 +289,7 @@ def test_theorem1_width():
 @pytest.mark.parametrize("aligned", [True, False])
 def test_group_closed_form_matches_ode(aligned):
     """The raw flow of one group (a, v in the group's basis, no balance assumed beyond t = 0),
-    integrated by scipy, against cos_j, N_j and L^j (MATH.md §1.5)."""
+    integrated by scipy, against cos_j, N_j and L^j (docs/math.md §1.5)."""
     n, p = 64, 4
     k = n // p
     rng = np.random.default_rng(11)
@@ -378,7 +378,7 @@ def test_transition_time_ratio_approaches_inverse_norm_monotonically():
 
 
 def test_figure2_setting_at_huge_n_is_finite_and_exact():
-    """n = 100 + floor(e^42) ~ 1.7e18, p = 2, labels 1 and 2, N_0 = 1, c_0 = 1 (MATH.md §1.5):
+    """n = 100 + floor(e^42) ~ 1.7e18, p = 2, labels 1 and 2, N_0 = 1, c_0 = 1 (docs/math.md §1.5):
     levels 1.25 -> 0.25 -> 0 around t/t_n = 1/2 and 1, no overflow, and agreement with a
     40-digit mpmath evaluation of the cosh/sinh formula."""
     mpmath = pytest.importorskip("mpmath")
@@ -433,7 +433,7 @@ def test_window_derived_and_as_printed():
     np.testing.assert_allclose(printed, np.log(Cj) / (2 * D * np.log(n)), rtol=1e-14)
     ratio = np.asarray(measured) / printed
     np.testing.assert_allclose(ratio, 4 * np.log(C) / np.log(Cj) * np.log(n) / np.log(n * p), rtol=1e-8)
-    assert np.all(np.abs(ratio - 4) > 1.0)  # not the plain factor 4 of MATH.md §1.5
+    assert np.all(np.abs(ratio - 4) > 1.0)  # not the plain factor 4 of docs/math.md §1.5
     # with C^j replaced by C, only the prefactor remains: 4 log n / log(np) -> 4
     np.testing.assert_allclose(np.asarray(measured) / (np.log(C) / (2 * D * np.log(n))),
                                4 * np.log(n) / np.log(n * p), rtol=1e-8)

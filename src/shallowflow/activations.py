@@ -1,7 +1,7 @@
-"""Activations sigma and their derivative, with sigma'(0) made explicit (MATH.md §0.2, §0.3).
+"""Activations sigma and their derivative, with sigma'(0) made explicit (docs/math.md §0.2, §0.3).
 
 ReLU is sigma(z) = max(z, 0); leaky ReLU is sigma(z) = max(z, gamma z) with gamma in [0, 1)
-(BF, MATH.md §2.1). The derivative is
+(BF, docs/math.md §2.1). The derivative is
 
     sigma'(z) = 1 if z > 0,   gamma if z < 0,   0 if z == 0,
 

@@ -1,4 +1,4 @@
-"""Step-size certificate: how far a GD trajectory is from gradient flow (DESIGN.md, 'Not chosen').
+"""Step-size certificate: how far a GD trajectory is from gradient flow (docs/math.md §8.10).
 
 GD with step eta is the Euler scheme of dtheta/dt = -T grad L, so a probe P recorded at flow time t
 satisfies P_eta(t) = P_flow(t) + C(t) eta + O(eta^2). The certificate reruns the same runs at eta/2

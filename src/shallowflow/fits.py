@@ -2,7 +2,7 @@
 
 - :func:`logistic_threshold`: P(converged | n) = 1/(1 + exp(-(n - N)/w)) fitted by binomial
   maximum likelihood (threshold N and width w both free), with a profile-likelihood interval for N.
-- :func:`grid_sigmoid_threshold`: the DPB code's fit (MATH.md §1.4(13)): least squares with the
+- :func:`grid_sigmoid_threshold`: the DPB code's fit (docs/math.md §1.4(13)): least squares with the
   width fixed to 1, as a variant.
 - :func:`scaling_fits`: linear, power-law and logarithmic laws y(x) with their goodness of fit.
 - :func:`bootstrap_slope`: the log-log slope of a per-x statistic, with a bootstrap interval
@@ -99,7 +99,7 @@ def logistic_threshold(n: Sequence[float], successes: Sequence[int], trials: Seq
 def grid_sigmoid_threshold(n: Sequence[float], probability: Sequence[float],
                            grid: np.ndarray | None = None) -> float:
     """DPB code's threshold: argmin_K sum (P(n) - 1/(1 + e^(n - K)))^2 over a grid
-    (MATH.md §1.4(13)); note the sign: the code's sigmoid decreases in n."""
+    (docs/math.md §1.4(13)); note the sign: the code's sigmoid decreases in n."""
     n, prob = np.asarray(n, float), np.asarray(probability, float)
     grid = np.linspace(n.min(), n.max(), 20001) if grid is None else grid
     z = np.clip(n[None, :] - grid[:, None], -700, 700)

@@ -1,4 +1,4 @@
-"""How the data enters the two contractions of a batched gradient step (MATH.md §0.3).
+"""How the data enters the two contractions of a batched gradient step (docs/math.md §0.3).
 
 The engine keeps the hidden weights of all R runs side by side, ``Wt`` of shape (d, R, p)
 (Wt[:, r, j] = w_j of run r), so both contractions of a step are single GEMMs over all runs:
@@ -16,7 +16,7 @@ canonical (n, R, ...) order, 1 is (R, n, ...). ``native`` and ``canonical`` conv
   transposes of the (n, R, p) arrays every step: 1.6x slower at DPB's Fig. 3 shapes,
   bench/NOTES.md).
 - :class:`DiagonalInputs`: orthogonal data written in its own orthonormal basis, X = diag(s):
-  Z = s * Wt and M = s * G, O(n R p) work instead of O(n d R p) (MATH.md §0.3 fast path).
+  Z = s * Wt and M = s * G, O(n R p) work instead of O(n d R p) (docs/math.md §0.3 fast path).
 
 Contractions over an inner dimension of at most 4 (1-D data with a bias, three points) are
 unrolled into elementwise products: XLA's GEMM for such shapes is far slower than the arithmetic.

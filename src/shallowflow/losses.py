@@ -1,4 +1,4 @@
-"""Training losses and their derivative with respect to the network output (MATH.md §0.3, §6).
+"""Training losses and their derivative with respect to the network output (docs/math.md §0.3, §6).
 
 Every loss is L(theta) = c * sum_i ell(h(x_i), y_i) with c = 1/n ("mean") or c = 1 ("sum"):
 
@@ -8,7 +8,7 @@ Every loss is L(theta) = c * sum_i ell(h(x_i), y_i) with c = 1/n ("mean") or c =
     logistic     ell = log(1 + exp(-y yhat))                                             §4.1
 
 ``derivative`` returns dL/d(yhat_i) = c * ell'(yhat_i, y_i), the vector the gradient formulas of
-MATH.md §0.3 contract against.
+docs/math.md §0.3 contract against.
 """
 
 from __future__ import annotations

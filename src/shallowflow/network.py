@@ -1,16 +1,16 @@
-"""The two-layer network, its forward pass and its exact gradient (MATH.md §0.3).
+"""The two-layer network, its forward pass and its exact gradient (docs/math.md §0.3).
 
     h(x) = kappa * sum_j a_j sigma(<w_j, x>),        kappa in {1, 1/p}
 
 A single network is ``Network(a (p,), W (p, d))``: row j of W is the neuron w_j; inputs are rows of
-X (n, d) (MATH.md writes X with columns; the formulas are the same). With the loss
+X (n, d) (docs/math.md writes X with columns; the formulas are the same). With the loss
 L = c sum_i w_i ell(h(x_i), y_i) and g_i = dL/dh(x_i) = c w_i ell'(h(x_i), y_i):
 
     dL/dw_j = kappa a_j sum_i g_i sigma'(<w_j, x_i>) x_i  =: kappa a_j M_j
     dL/da_j = kappa sum_i g_i sigma(<w_j, x_i>)  =  kappa <w_j, M_j>
 
 (the last equality is sigma(z) = sigma'(z) z, exact for ReLU and leaky ReLU, also at z = 0). For
-the 1/(2n) square loss g_i = -r_i/n, which is MATH.md §0.3's formula. The gradient is written out,
+the 1/(2n) square loss g_i = -r_i/n, which is docs/math.md §0.3's formula. The gradient is written out,
 not autodiffed, so that sigma'(0) = 0 holds exactly, and one step costs two matmuls (4 n d p flops).
 
 :func:`batch_loss_and_gradient` is the one implementation, for R runs at once in the engine's
@@ -52,7 +52,7 @@ class BatchGradient(NamedTuple):
 
 
 def add_bias_column(X: Array | np.ndarray) -> Array:
-    """x -> (x, 1): a hidden bias as a constant input coordinate (MATH.md §0.2)."""
+    """x -> (x, 1): a hidden bias as a constant input coordinate (docs/math.md §0.2)."""
     X = jnp.asarray(X)
     return jnp.concatenate([X, jnp.ones((*X.shape[:-1], 1), dtype=X.dtype)], axis=-1)
 

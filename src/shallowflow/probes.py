@@ -1,19 +1,19 @@
-"""Quantities recorded along a trajectory, computed inside the compiled loop (MATH.md §0.3, §1.4).
+"""Quantities recorded along a trajectory, computed inside the compiled loop (docs/math.md §0.3, §1.4).
 
 Each probe maps a :class:`ProbeContext` (one run at one record point) to an array whose trailing
 dimensions are named by ``Probe.dims``; the engine stacks them to (run, time, *dims).
 
     loss            L(theta)
-    pl_curvature    mu = T ||grad L||^2 / L = -(dL/dt)/L      (local PL curvature, MATH.md §1.4(1));
+    pl_curvature    mu = T ||grad L||^2 / L = -(dL/dt)/L      (local PL curvature, docs/math.md §1.4(1));
                     the gradient is over the trained parameters only
     balance_drift   max_j |(a_j^2 - ||w_j||^2) - (a_j(0)^2 - ||w_j(0)||^2)|  (0 for gradient flow,
-                    MATH.md §0.3; O(step) for GD)
+                    docs/math.md §0.3; O(step) for GD)
     neuron_norm     ||w_j||
     a               a_j (second-layer weights)
     active_count    #{i : <w_j, x_i> > 0}
     dead_neurons    #{j : active_count_j = 0}
-    param_norm_sq   ||theta||^2 = sum_j a_j^2 + ||w_j||^2   (MATH.md §3.5)
-    log_norm        log ||w_j|| (exact in the log-norm engine, MATH.md §3.2)
+    param_norm_sq   ||theta||^2 = sum_j a_j^2 + ||w_j||^2   (docs/math.md §3.5)
+    log_norm        log ||w_j|| (exact in the log-norm engine, docs/math.md §3.2)
     balance_log_drift  max_j |log(|a_j|/||w_j||) - (value at 0)|: relative balancedness
     output          h(x_i)   (optional)
     active          pair activity (sample, neuron)   (optional)

@@ -1,4 +1,4 @@
-"""Closed forms and predictions, one concept per module (DESIGN.md, MATH.md §1 and §3).
+"""Closed forms and predictions, one concept per module (docs/architecture.md; docs/math.md §1 and §3).
 
 Theory speaks the simulation's language: functions that return curves return xarray objects with
 the simulation's dimension and coordinate names (run, time, neuron, sample), so an overlay on a

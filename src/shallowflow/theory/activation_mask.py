@@ -1,9 +1,9 @@
-"""The mask matrix of the limit saddle-to-saddle process and Assumption 4 (MATH.md §3.3, §3.5).
+"""The mask matrix of the limit saddle-to-saddle process and Assumption 4 (docs/math.md §3.3, §3.5).
 
 For orthonormal inputs x_i (rows of X), labels y_i, output signs s_j and initial directions
 w̄_j(0) (rows of ``directions``), the mask M ∈ {0, 1}^{n×m} is
 
-    M_ij = 1{<w̄_j(0), x_i> > 0} · 1{s_j y_i > 0}                     (MATH.md §3.3)
+    M_ij = 1{<w̄_j(0), x_i> > 0} · 1{s_j y_i > 0}                     (docs/math.md §3.3)
 
 so column j lists A_j, the points neuron j activates with the right sign. Assumption 4 asks:
 (i) no zero row (every point can be fitted), no zero column (every neuron can grow), pairwise
@@ -40,7 +40,7 @@ def as_finite(name: str, value: object, ndim: int) -> np.ndarray:
 
 
 def check_orthonormal(X: object, atol: float = ORTHONORMAL_ATOL, name: str = "X") -> np.ndarray:
-    """X (n, d) as float64, after checking X X^T = I_n to ``atol`` (MATH.md §3.1, Assumption 1).
+    """X (n, d) as float64, after checking X X^T = I_n to ``atol`` (docs/math.md §3.1, Assumption 1).
 
     Small problems are checked exactly; when n^2 d exceeds ~5e8 the check uses 8 random probe
     vectors v (X X^T v = v for all v iff X X^T = I; a deviation escapes a random probe with
@@ -58,7 +58,7 @@ def check_orthonormal(X: object, atol: float = ORTHONORMAL_ATOL, name: str = "X"
     if not err <= atol:
         raise ValueError(f"{name}: rows must be orthonormal (X X^T = I within {atol:g}), got "
                          f"max |X X^T - I| = {err:.3g}; Algorithm 1 needs orthonormal data "
-                         "(MATH.md §3.1)")
+                         "(docs/math.md §3.1)")
     return X
 
 
@@ -112,7 +112,7 @@ def check_inputs(X: object | None, n: int, check: bool = True) -> np.ndarray | N
 # ------------------------------------------------------------------------------------- mask
 def fit_mask(active: np.ndarray, signs: np.ndarray, y: np.ndarray) -> np.ndarray:
     """M_ij = active_ij 1{s_j y_i > 0} with active_ij = 1{<w_j, x_i> > 0}: (..., n, m) bool from
-    active (..., n, m), signs (..., m) and y (..., n). Point i can be fitted by neuron j (MATH.md
+    active (..., n, m), signs (..., m) and y (..., n). Point i can be fitted by neuron j (docs/math.md
     §3.3; DPB Lemma 5's event I is "every row has a one", s_j = a_j); zero signs or labels never
     count."""
     return active & (y[..., :, None] * signs[..., None, :] > 0)
@@ -120,7 +120,7 @@ def fit_mask(active: np.ndarray, signs: np.ndarray, y: np.ndarray) -> np.ndarray
 
 def activation_mask(X: object | None, y: object, signs: object, directions: object,
                     check: bool = True) -> np.ndarray:
-    """M (n, m) bool with M_ij = 1{<w̄_j, x_i> > 0} 1{s_j y_i > 0} (MATH.md §3.3).
+    """M (n, m) bool with M_ij = 1{<w̄_j, x_i> > 0} 1{s_j y_i > 0} (docs/math.md §3.3).
 
     X (n, d) orthonormal rows, or None for the identity (d = n, no matrix formed); y (n,);
     signs (m,) in {±1}; directions (m, d), any non-zero scale. ``check=False`` skips the
@@ -141,7 +141,7 @@ def activation_mask(X: object | None, y: object, signs: object, directions: obje
 # ------------------------------------------------------------------------------- Assumption 4
 @dataclass(frozen=True)
 class Assumption4Report:
-    """Violations of Assumption 4 (MATH.md §3.3). Indices are 0-based.
+    """Violations of Assumption 4 (docs/math.md §3.3). Indices are 0-based.
 
     zero_rows: points no neuron can fit (4(i)); zero_columns: neurons that cannot grow (4(i));
     duplicate_groups: groups (>= 2) of neurons with identical non-zero columns (4(i); they grow as
@@ -171,7 +171,7 @@ class Assumption4Report:
             head = ", ".join(str(int(i)) for i in idx[:10])
             return f"{idx.size} ({head}{', ...' if idx.size > 10 else ''})"
 
-        lines = [f"Assumption 4 (MATH.md §3.3), n = {self.n} points, m = {self.m} neurons: "
+        lines = [f"Assumption 4 (docs/math.md §3.3), n = {self.n} points, m = {self.m} neurons: "
                  f"{'OK' if self.ok else 'VIOLATED'}"]
         lines.append(f"  (i)  zero rows (unfittable points): {show(self.zero_rows)}")
         lines.append(f"  (i)  zero columns (neurons that cannot grow): {show(self.zero_columns)}")
@@ -214,13 +214,13 @@ def check_assumption4(mask: np.ndarray, y: object) -> Assumption4Report:
 
 # ------------------------------------------------------------------------------ Proposition 2
 def minority_count(y: object) -> int:
-    """n_min = min(|I_+|, |I_-|), the size of the smaller label class (MATH.md §3.5)."""
+    """n_min = min(|I_+|, |I_-|), the size of the smaller label class (docs/math.md §3.5)."""
     y = check_labels(y)
     return int(min(np.sum(y > 0), np.sum(y < 0)))
 
 
 def assumption4_probability_bound(n: int, m: int, n_min: int) -> float:
-    """Proposition 2(i) (MATH.md §3.5): under Assumption 3, Assumption 4(i) holds with probability
+    """Proposition 2(i) (docs/math.md §3.5): under Assumption 3, Assumption 4(i) holds with probability
     at least 1 - n (3/4)^m - m 2^{-n_min} - (m(m-1)/4) 2^{-n_min} (may be negative: vacuous).
 
     Terms: a row is zero with probability (3/4)^m; a column with at most 2^{-|I_{s_j}|}; a pair of

@@ -1,4 +1,4 @@
-"""Data constants of DPB and the low-correlation condition (MATH.md §1.3).
+"""Data constants of DPB and the low-correlation condition (docs/math.md §1.3).
 
 For a data set (x_i, y_i), i = 1..n, stored as X (n, d) and y (n,):
 
@@ -32,7 +32,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class DataConstants:
-    """The four DPB data constants (MATH.md §1.3).
+    """The four DPB data constants (docs/math.md §1.3).
 
     Attributes
     ----------
@@ -52,7 +52,7 @@ class DataConstants:
 
 
 def data_constants(X: np.ndarray, y: np.ndarray) -> DataConstants:
-    """C_x^-, C_x^+, C_y^-, C_y^+ of a data set (MATH.md §1.3).
+    """C_x^-, C_x^+, C_y^-, C_y^+ of a data set (docs/math.md §1.3).
 
     Parameters
     ----------
@@ -77,7 +77,7 @@ def data_constants(X: np.ndarray, y: np.ndarray) -> DataConstants:
 
 
 def gram_offdiagonal_norm(X: np.ndarray) -> float:
-    """||X^T X - D_X||_op in DPB's notation (MATH.md §1.3, §1.4(3)).
+    """||X^T X - D_X||_op in DPB's notation (docs/math.md §1.3, §1.4(3)).
 
     The spectral norm of the n x n Gram matrix with its diagonal removed; with rows as points the
     Gram matrix is ``X @ X.T``. It is 0 for orthogonal data.
@@ -100,7 +100,7 @@ def gram_offdiagonal_norm(X: np.ndarray) -> float:
 
 @dataclass(frozen=True)
 class Assumption2:
-    """Both sides of DPB's Assumption 2 (eq.4, MATH.md §1.3).
+    """Both sides of DPB's Assumption 2 (eq.4, docs/math.md §1.3).
 
     Attributes
     ----------
@@ -118,7 +118,7 @@ class Assumption2:
 
 
 def assumption2(X: np.ndarray, y: np.ndarray) -> Assumption2:
-    """Check DPB's low-correlation Assumption 2 (MATH.md §1.3, DPB eq.4).
+    """Check DPB's low-correlation Assumption 2 (docs/math.md §1.3, DPB eq.4).
 
         ||X^T X - D_X||_op  <  (C_x^-)^2 / (2 sqrt n) * C_y^- / C_y^+
 
@@ -141,7 +141,7 @@ def assumption2(X: np.ndarray, y: np.ndarray) -> Assumption2:
 
 
 def lemma3_dimension(n: int, eps: float, constants: DataConstants, C: float = 1.0) -> float:
-    """Sufficient input dimension of DPB Lemma 3 (eq.46, MATH.md §1.3).
+    """Sufficient input dimension of DPB Lemma 3 (eq.46, docs/math.md §1.3).
 
         d >= 8 (C_y^+/C_y^-)^2 (C_x^+/C_x^-)^4 (C^2 n^2 + n log(2/eps))
 

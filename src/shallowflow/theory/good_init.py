@@ -1,4 +1,4 @@
-"""Good initialisation: DPB Lemma 5 and the experiments' neuron count (MATH.md §1.4(5)).
+"""Good initialisation: DPB Lemma 5 and the experiments' neuron count (docs/math.md §1.4(5)).
 
 The event I: every data point has a neuron that is active on it and whose output weight has the
 sign of its label,
@@ -24,7 +24,7 @@ __all__ = ["good_init_event", "lemma5_bound", "neurons_for"]
 
 
 def lemma5_bound(n: int | np.ndarray, p: int | np.ndarray) -> np.ndarray | float:
-    """Lower bound on the probability of a good initialisation, DPB Lemma 5 (MATH.md §1.4(5)).
+    """Lower bound on the probability of a good initialisation, DPB Lemma 5 (docs/math.md §1.4(5)).
 
         P(I) >= 1 - n (3/4)^p
 
@@ -45,7 +45,7 @@ def lemma5_bound(n: int | np.ndarray, p: int | np.ndarray) -> np.ndarray | float
 
 
 def neurons_for(n: int, eps: float = 0.05) -> int:
-    """Neuron count of DPB's experiments, p(n, eps) (MATH.md §1.4(5); DPB App. B, utils.nb_neurons).
+    """Neuron count of DPB's experiments, p(n, eps) (docs/math.md §1.4(5); DPB App. B, utils.nb_neurons).
 
         p(n, eps) = floor(log(n/eps) / log(4/3)) + 1
 
@@ -79,7 +79,7 @@ def neurons_for(n: int, eps: float = 0.05) -> int:
 
 
 def good_init_event(a: np.ndarray, W: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray | bool:
-    """The event I of DPB Lemma 5 for one network or a batch (MATH.md §1.4(5)).
+    """The event I of DPB Lemma 5 for one network or a batch (docs/math.md §1.4(5)).
 
         I = for all i, there is j with <w_j, x_i> > 0 and a_j y_i > 0
 

@@ -1,6 +1,6 @@
-"""Exact group dynamics of DPB and its phase transition (Theorem 2; MATH.md §1.5).
+"""Exact group dynamics of DPB and its phase transition (Theorem 2; docs/math.md §1.5).
 
-Setting (MATH.md §1.2, §1.5): orthonormal inputs, p groups of k = n/p consecutive points with labels
+Setting (docs/math.md §1.2, §1.5): orthonormal inputs, p groups of k = n/p consecutive points with labels
 of one sign s_j per group, one neuron per group (group initialisation), balanced |a_j| = ||w_j||,
 w_j in the span of its own group. Simulation convention: h = (1/p) sum_j a_j sigma(<w_j, x>),
 L = (1/(2n)) sum_i r_i^2, dtheta/dt = -p grad L; every ``time`` below is this flow time.
@@ -50,7 +50,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class GroupProblem:
-    """The parameters of the group dynamics (MATH.md §1.5).
+    """The parameters of the group dynamics (docs/math.md §1.5).
 
     Attributes
     ----------
@@ -191,13 +191,13 @@ def _curve(values: np.ndarray, prob: GroupProblem, t: np.ndarray, name: str, des
 
 
 def cosine(prob: GroupProblem, t: np.ndarray) -> xr.DataArray:
-    """cos_j(t) = tanh(c_j t/2 + artanh c_0) (MATH.md §1.5; DPB eq.67 with c_j t/2, corrected)."""
+    """cos_j(t) = tanh(c_j t/2 + artanh c_0) (docs/math.md §1.5; DPB eq.67 with c_j t/2, corrected)."""
     _, _, omc = _parts(prob, t)
     return _curve(1.0 - omc, prob, t, "cos", "cos_j = <D_j/||D_j||, w_j/||w_j||>")
 
 
 def neuron_norm_sq(prob: GroupProblem, t: np.ndarray) -> xr.DataArray:
-    """N_j(t) = ||w_j(t)||^2, the exact solution for any c_0 (MATH.md §1.5; DPB eq.69 is exact only
+    """N_j(t) = ||w_j(t)||^2, the exact solution for any c_0 (docs/math.md §1.5; DPB eq.69 is exact only
     at c_0 = 1, where N = p g N_0 e^{ct} / (p g + N_0 (e^{ct} - 1)))."""
     N, _, _ = _parts(prob, t)
     return _curve(N, prob, t, "norm_sq", "N_j = ||w_j||^2")
@@ -205,18 +205,18 @@ def neuron_norm_sq(prob: GroupProblem, t: np.ndarray) -> xr.DataArray:
 
 def group_loss(prob: GroupProblem, t: np.ndarray) -> xr.DataArray:
     """L^j(t) = (1/2)[||D_j||^2 - (2/(sqrt(k) p)) ||D_j|| cos_j N_j + N_j^2/(k p^2)] (DPB eq.81,
-    MATH.md §1.5), evaluated in a cancellation-free form."""
+    docs/math.md §1.5), evaluated in a cancellation-free form."""
     return _curve(_group_loss_values(prob, t), prob, t, "group_loss", "L^j = (1/(2k)) sum_{i in j} r_i^2")
 
 
 def loss(prob: GroupProblem, t: np.ndarray) -> xr.DataArray:
-    """L(t) = (1/p) sum_j L^j(t) = (1/(2n)) sum_i r_i^2 (MATH.md §1.5)."""
+    """L(t) = (1/p) sum_j L^j(t) = (1/(2n)) sum_i r_i^2 (docs/math.md §1.5)."""
     return _curve(_group_loss_values(prob, t).mean(axis=1), prob, t, "loss", "L = (1/p) sum_j L^j")
 
 
 def trajectory(prob: GroupProblem, t: np.ndarray) -> xr.Dataset:
     """All closed-form curves at flow times t: cos, norm_sq, group_loss (time, neuron), loss (time),
-    and the limit loss L_inf(t/t_n); coordinate ``time_rescaled`` = t/t_n (MATH.md §1.5)."""
+    and the limit loss L_inf(t/t_n); coordinate ``time_rescaled`` = t/t_n (docs/math.md §1.5)."""
     return xr.Dataset({
         "cos": cosine(prob, t),
         "norm_sq": neuron_norm_sq(prob, t),
@@ -227,14 +227,14 @@ def trajectory(prob: GroupProblem, t: np.ndarray) -> xr.Dataset:
 
 
 def rescaled_time(n: float, p: int, appendix: bool = False) -> float:
-    """t_n = (sqrt(np)/4) log(np) (DPB §4.2 eq.12, MATH.md §1.5); ``appendix=True`` gives App. A.6's
+    """t_n = (sqrt(np)/4) log(np) (DPB §4.2 eq.12, docs/math.md §1.5); ``appendix=True`` gives App. A.6's
     (sqrt(np)/4) log n (asymptotically equal)."""
     return math.sqrt(n * p) / 4.0 * (math.log(n) if appendix else math.log(n * p))
 
 
 def limit_loss(prob: GroupProblem, t: np.ndarray) -> xr.DataArray:
     """The limit of the rescaled loss, L_inf(s) = (1/(2p)) sum_j ||D_j||^2 1{s < 1/||D_j||} at
-    s = t/t_n (DPB Theorem 2, MATH.md §1.5), with ||D_j^inf|| taken as ``prob.D_norm``."""
+    s = t/t_n (DPB Theorem 2, docs/math.md §1.5), with ||D_j^inf|| taken as ``prob.D_norm``."""
     t = np.atleast_1d(np.asarray(t, dtype=np.float64))
     s = t / rescaled_time(prob.n, prob.p)
     D = prob.D_norm
@@ -244,7 +244,7 @@ def limit_loss(prob: GroupProblem, t: np.ndarray) -> xr.DataArray:
 
 # ------------------------------------------------------------------------- transition times
 def transition_time(prob: GroupProblem, eps: float) -> xr.DataArray:
-    """Transition times t_n^j(eps), solving L^j(t) = (eps/2) ||D_j||^2 (MATH.md §1.5, Theorem 2).
+    """Transition times t_n^j(eps), solving L^j(t) = (eps/2) ||D_j||^2 (docs/math.md §1.5, Theorem 2).
 
     For c_0 = 1 and N_0 < p g_j, the derived closed form
 
@@ -286,7 +286,7 @@ def transition_time(prob: GroupProblem, eps: float) -> xr.DataArray:
 
 
 def window_constant(eps: float) -> float:
-    """C(eps) = [(1 - sqrt eps)/sqrt eps] [sqrt(1 - eps)/(1 - sqrt(1 - eps))] (derived, MATH.md §1.5).
+    """C(eps) = [(1 - sqrt eps)/sqrt eps] [sqrt(1 - eps)/(1 - sqrt(1 - eps))] (derived, docs/math.md §1.5).
 
     For c_0 = 1, t_n^j(eps) - t_n^j(1 - eps) = log C(eps) / c_j exactly (any n)."""
     if not 0 < eps < 1:
@@ -296,7 +296,7 @@ def window_constant(eps: float) -> float:
 
 
 def window_width(D_norm: np.ndarray | float, n: float, p: int, eps: float) -> np.ndarray | float:
-    """Derived cut-off window (t_n^j(eps) - t_n^j(1 - eps))/t_n (MATH.md §1.5):
+    """Derived cut-off window (t_n^j(eps) - t_n^j(1 - eps))/t_n (docs/math.md §1.5):
 
         2 log C(eps) / (||D_j|| log(np)),
 
@@ -313,7 +313,7 @@ def window_constant_as_printed(D_norm: np.ndarray | float, eps: float) -> np.nda
 
     It rests on eq.84, which drops the ||D_j|| factor of the fitted part (and solving it would give
     1 - ||D_j||(...) in the denominators); the correct constant, C(eps) of :func:`window_constant`,
-    does not depend on ||D_j||. Reported for comparison only (MATH.md §1.5)."""
+    does not depend on ||D_j||. Reported for comparison only (docs/math.md §1.5)."""
     D = np.asarray(D_norm, dtype=np.float64)
     r, q = math.sqrt(eps), 1.0 - math.sqrt(1.0 - eps)
     out = (1.0 - r) / (1.0 + D * (1.0 - r)) * (1.0 + D * q) / q
@@ -325,7 +325,7 @@ def window_width_as_printed(D_norm: np.ndarray | float, n: float, eps: float) ->
 
     Not the window of the dynamics: with the paper's own c_j and t_n, 1/(c_j t_n) =
     2/(||D_j|| log n), not 1/(2 ||D_j|| log n) (a factor 4), and C^j(eps) differs from C(eps). The
-    ratio derived/printed is 4 [log C(eps)/log C^j(eps)] [log n / log(np)] (MATH.md §1.5)."""
+    ratio derived/printed is 4 [log C(eps)/log C^j(eps)] [log n / log(np)] (docs/math.md §1.5)."""
     D = np.asarray(D_norm, dtype=np.float64)
     out = np.log(window_constant_as_printed(D, eps)) / (2.0 * D * math.log(n))
     return float(out) if np.ndim(out) == 0 else out

@@ -1,5 +1,5 @@
 """Squared parameter norms of the learned and of the minimum-norm interpolator on orthonormal data
-(MATH.md §3.5, TBLEL eq.15 and Theorem 3).
+(docs/math.md §3.5, TBLEL eq.15 and Theorem 3).
 
 Learned (the final saddle of Algorithm 1; a_j² = ||w_j||² = ||D|| for each fitted neuron):
 
@@ -10,7 +10,7 @@ Minimum norm (one neuron per label sign, w = D_± / ||D_±||^{1/2}, D_± = Σ_{i
     ||θ*||² = 2 (||y_+|| + ||y_-||),    ||y_±|| = (Σ_{i ∈ I_±} y_i²)^{1/2}
 
 Theorem 3 bounds ||θ_∞||² by C y_max √n with high probability (constant not recoverable,
-MATH.md §7): only the two computable sides and their ratio are exposed.
+docs/math.md §7): only the two computable sides and their ratio are exposed.
 """
 
 from __future__ import annotations

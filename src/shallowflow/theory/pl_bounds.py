@@ -1,6 +1,6 @@
 """Bounds on the local PL curvature of DPB (Lemma 7, Theorem 1) and the Experiment-2 measures.
 
-Convention (MATH.md §1.1, §1.4): h(x) = (1/p) sum_j a_j sigma(<w_j, x>), L = (1/(2n)) sum_i r_i^2,
+Convention (docs/math.md §1.1, §1.4): h(x) = (1/p) sum_j a_j sigma(<w_j, x>), L = (1/(2n)) sum_i r_i^2,
 flow dtheta/dt = -p grad L, so the local PL curvature is mu = p ||grad L||^2 / L = -(dL/dt)/L
 (the ``pl_curvature`` probe with kappa = 1/p and time scale T = p). Indicators 1_{j,i} =
 1{<w_j, x_i> > 0}. Arrays may carry leading batch axes: a (..., p), W (..., p, d), X (n, d) or
@@ -45,12 +45,12 @@ def _preactivation(W: np.ndarray, X: np.ndarray) -> np.ndarray:
 
 
 def active(W: np.ndarray, X: np.ndarray) -> np.ndarray:
-    """Activation indicators 1_{j,i} = 1{<w_j, x_i> > 0} (MATH.md §0.2), shape (..., p, n)."""
+    """Activation indicators 1_{j,i} = 1{<w_j, x_i> > 0} (docs/math.md §0.2), shape (..., p, n)."""
     return _preactivation(*_arrays(W, X)) > 0
 
 
 def network_output(a: np.ndarray, W: np.ndarray, X: np.ndarray) -> np.ndarray:
-    """h(x_i) = (1/p) sum_j a_j sigma(<w_j, x_i>) (MATH.md §1.1), shape (..., n)."""
+    """h(x_i) = (1/p) sum_j a_j sigma(<w_j, x_i>) (docs/math.md §1.1), shape (..., n)."""
     a, W, X = _arrays(a, W, X)
     return np.einsum("...p,...pn->...n", a, np.maximum(_preactivation(W, X), 0.0)) / a.shape[-1]
 
@@ -72,7 +72,7 @@ def _gram_offdiag(X: np.ndarray) -> np.ndarray:
 
 
 def mu_upper(a: np.ndarray, W: np.ndarray, X: np.ndarray, correlation: bool = True) -> np.ndarray | float:
-    """Upper bound on mu of DPB Lemma 7 (eq.23, MATH.md §1.4(3)).
+    """Upper bound on mu of DPB Lemma 7 (eq.23, docs/math.md §1.4(3)).
 
         mu <= (2/n) K max_i (1/p) sum_j (a_j^2 + ||w_j||^2) 1_{j,i},
 
@@ -103,7 +103,7 @@ def mu_upper(a: np.ndarray, W: np.ndarray, X: np.ndarray, correlation: bool = Tr
 
 
 def mu_lower(a: np.ndarray, W: np.ndarray, X: np.ndarray) -> np.ndarray | float:
-    """Lower bound on mu of DPB Lemma 7 (eq.23 = eq.7, MATH.md §1.4(3)).
+    """Lower bound on mu of DPB Lemma 7 (eq.23 = eq.7, docs/math.md §1.4(3)).
 
         mu >= (2/n) ((C_x^-)^2 - ||X^T X - D_X||_op) min_i (1/p) sum_j a_j^2 1_{j,i}
 
@@ -126,7 +126,7 @@ def mu_lower(a: np.ndarray, W: np.ndarray, X: np.ndarray) -> np.ndarray | float:
 
 
 def theorem1_rate(constants: DataConstants) -> float:
-    """Rate constant of DPB Theorem 1 (MATH.md §1.4(4)).
+    """Rate constant of DPB Theorem 1 (docs/math.md §1.4(4)).
 
         C = (6/5) (C_x^-)^2 C_y^- / C_x^+,   <mu_inf> >= C/n.
     """
@@ -136,7 +136,7 @@ def theorem1_rate(constants: DataConstants) -> float:
 
 def theorem1_mu_lower(a: np.ndarray, W: np.ndarray, X: np.ndarray, y: np.ndarray,
                       constants: DataConstants | None = None) -> np.ndarray | float:
-    """Instantaneous lower bound of DPB Theorem 1, eq.6 (MATH.md §1.4(4)).
+    """Instantaneous lower bound of DPB Theorem 1, eq.6 (docs/math.md §1.4(4)).
 
         mu(t) >= (C/n) min_i |1 - r_i(t)/y_i| = (C/n) min_i |h(x_i)/y_i|,
         C = (6/5) (C_x^-)^2 C_y^- / C_x^+.
@@ -163,7 +163,7 @@ def theorem1_mu_lower(a: np.ndarray, W: np.ndarray, X: np.ndarray, y: np.ndarray
 
 def theorem1_width(n: int, eps: float, C_aw: float, C_x_plus: float, C_y_plus: float,
                    corollary: bool = False) -> float:
-    """Width sufficient for DPB Theorem 1 (MATH.md §1.4(4)).
+    """Width sufficient for DPB Theorem 1 (docs/math.md §1.4(4)).
 
         p >= 4 log(4n/eps) (1 + (C_{a,w} C_x^+ / C_y^+)^2)
 
@@ -178,7 +178,7 @@ def theorem1_width(n: int, eps: float, C_aw: float, C_x_plus: float, C_y_plus: f
 
 # --------------------------------------------------------------------- Experiment 2 measures
 def last_step_curvature(loss: np.ndarray, k: int = 1, lr: float = 1.0) -> np.ndarray | float:
-    """mu(t_inf) from a per-epoch loss record (DPB App. B Exp. 2, MATH.md §1.4(11) item 1).
+    """mu(t_inf) from a per-epoch loss record (DPB App. B Exp. 2, docs/math.md §1.4(11) item 1).
 
         k = 1 (paper):  mu(t_inf) = log(L(t_inf - 1) / L(t_inf)) / lr
         k > 1 (code):   the mean over the last k epochs of the one-step log-ratio,
@@ -201,7 +201,7 @@ def last_step_curvature(loss: np.ndarray, k: int = 1, lr: float = 1.0) -> np.nda
 
 
 def average_curvature(loss: np.ndarray, lr: float = 1.0) -> np.ndarray | float:
-    """<mu_inf> = (1/t_inf) log(L(0)/L(t_inf)) (DPB §5.2, MATH.md §1.4(2), §1.4(11) item 2).
+    """<mu_inf> = (1/t_inf) log(L(0)/L(t_inf)) (DPB §5.2, docs/math.md §1.4(2), §1.4(11) item 2).
 
     ``loss`` is the per-epoch record (..., T) with t_inf = (T - 1) lr.
     """
@@ -211,7 +211,7 @@ def average_curvature(loss: np.ndarray, lr: float = 1.0) -> np.ndarray | float:
 
 
 def mu_low(a: np.ndarray, W: np.ndarray, X: np.ndarray) -> np.ndarray | float:
-    """mu_low = (2/n) min_i (1/p) sum_j a_j^2 1_{j,i} (MATH.md §1.4(11) item 3).
+    """mu_low = (2/n) min_i (1/p) sum_j a_j^2 1_{j,i} (docs/math.md §1.4(11) item 3).
 
     Lemma 7's lower bound with C_x^- = 1 and exactly orthogonal data (DPB App. B).
     """
@@ -220,7 +220,7 @@ def mu_low(a: np.ndarray, W: np.ndarray, X: np.ndarray) -> np.ndarray | float:
 
 
 def mu_upp(a: np.ndarray, W: np.ndarray, X: np.ndarray) -> np.ndarray | float:
-    """mu_upp = (16/n) max_i (1/p) sum_j a_j^2 1_{j,i} (MATH.md §1.4(11) item 4).
+    """mu_upp = (16/n) max_i (1/p) sum_j a_j^2 1_{j,i} (docs/math.md §1.4(11) item 4).
 
     Lemma 7's upper bound with C_x^+ <= 2 and ||w_j|| <= |a_j|: 16 = 2 (C_x^+)^2 2 (DPB App. B).
     """
@@ -230,7 +230,7 @@ def mu_upp(a: np.ndarray, W: np.ndarray, X: np.ndarray) -> np.ndarray | float:
 
 def experiment2_measures(loss: np.ndarray, a: np.ndarray, W: np.ndarray, X: np.ndarray,
                          k: int = 100, lr: float = 1.0) -> dict[str, np.ndarray | float]:
-    """The four Experiment-2 measures of DPB App. B (MATH.md §1.4(11)).
+    """The four Experiment-2 measures of DPB App. B (docs/math.md §1.4(11)).
 
     Parameters
     ----------

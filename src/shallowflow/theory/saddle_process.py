@@ -1,5 +1,5 @@
 """The limit saddle-to-saddle process of tiny-initialisation training on orthonormal data
-(Algorithm 1, MATH.md §3.4; TBLEL Theorem 2).
+(Algorithm 1, docs/math.md §3.4; TBLEL Theorem 2).
 
 In accelerated time t = (flow time) / log(1/lambda), as lambda -> 0 gradient flow from the balanced
 initialisation a_j = s_j lambda, w_j = lambda w̄_j(0) jumps between saddles θ^(0) = 0, θ^(1), ...:
@@ -12,7 +12,7 @@ initialisation a_j = s_j lambda, w_j = lambda w̄_j(0) jumps between saddles θ^
   w_j = D / ||D||^{1/2}, a_j = s_j ||D||^{1/2} and fits S_{k+1} = A_j ∩ U_k       (eqs.12-14);
 * between jumps, L(θ^(k)) = c Σ_{i ∈ U_k} y_i² (c: the loss normaliser, 1/(2n) for 'square').
 
-Loss and time conventions (MATH.md §3.1, §0.3). Training is dθ/dt = -T ∇L with L = c Σ r_i²
+Loss and time conventions (docs/math.md §3.1, §0.3). Training is dθ/dt = -T ∇L with L = c Σ r_i²
 (T: the engine's ``time_scale``), so in accelerated time d<w_j, x_i>/dt = c_L a_j r_i 1{...} with
 c_L = 2 c T:
 
@@ -69,7 +69,7 @@ def loss_normaliser(loss: str, n: int, reduction: str = "mean") -> float:
 
 
 def loss_constant(loss: str, n: int, time_scale: float = 1.0, reduction: str = "mean") -> float:
-    """c_L = 2 c T (MATH.md §3.1): T/n for 'square' = 1/(2n) Σ r², 2T/n for 'mse' = 1/n Σ r²."""
+    """c_L = 2 c T (docs/math.md §3.1): T/n for 'square' = 1/(2n) Σ r², 2T/n for 'mse' = 1/n Σ r²."""
     if not (np.isfinite(time_scale) and time_scale > 0):
         raise ValueError(f"time_scale: must be finite and > 0, got {time_scale!r}")
     return 2.0 * loss_normaliser(loss, n, reduction) * float(time_scale)
@@ -84,7 +84,7 @@ def _frozen(a: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class SaddleProcess:
-    """Output of Algorithm 1 (MATH.md §3.4). K jumps, n points, m neurons, d input dimensions.
+    """Output of Algorithm 1 (docs/math.md §3.4). K jumps, n points, m neurons, d input dimensions.
 
     Saddle k (k = 0..K) holds on (τ_k, τ_{k+1}) with τ_0 = 0 and τ_{K+1} = ∞.
 
@@ -216,7 +216,7 @@ class SaddleProcess:
         """The limit curves at accelerated times ``times`` (T,), in the simulation's language.
 
         Variables: ``loss`` (time) = L(θ^(k)) on the saddle interval containing t;
-        ``log_norm_exponent`` (time, neuron) = e_j(t) (MATH.md §3.2: ||w_j|| = lambda^{-e_j});
+        ``log_norm_exponent`` (time, neuron) = e_j(t) (docs/math.md §3.2: ||w_j|| = lambda^{-e_j});
         with ``log_lambda`` = log lambda < 0 (natural log of the initial scale), also
         ``log_norm`` (time, neuron) = log ||w_j|| = e_j(t) log(1/lambda) before neuron j's jump and
         (1/2) log ||D_j|| from it on (its O(1) norm ||w_j|| = ||D_j||^{1/2}).
@@ -287,14 +287,14 @@ class SaddleProcess:
         return xr.Dataset(v, coords=coords, attrs={
             "c_L": self.c_L, "loss_normaliser": self.loss_normaliser,
             "assumption4": str(self.report), "assumption4_ok": int(self.report.ok),
-            "description": "limit saddle-to-saddle process (Algorithm 1, MATH.md §3.4)"})
+            "description": "limit saddle-to-saddle process (Algorithm 1, docs/math.md §3.4)"})
 
 
 # ---------------------------------------------------------------------------- Algorithm 1
 def limit_process(X: object | None, y: object, signs: object, directions: object, c_L: float,
                   loss_normaliser: float | None = None, tie_rtol: float = TIE_RTOL,
                   check: bool = True) -> SaddleProcess:
-    """Run Algorithm 1 (MATH.md §3.4) and return the :class:`SaddleProcess`.
+    """Run Algorithm 1 (docs/math.md §3.4) and return the :class:`SaddleProcess`.
 
     X (n, d): orthonormal rows, or None for the identity (x_i = e_i, d = n: nothing of size n²
     is formed). y (n,): labels. signs (m,): s_j ∈ {±1}. directions (m, d): initial directions

@@ -1,4 +1,4 @@
-"""Training budget and convergence thresholds of DPB's experiments (MATH.md §1.4(12)).
+"""Training budget and convergence thresholds of DPB's experiments (docs/math.md §1.4(12)).
 
 Budget (DPB App. B; code utils.nb_epochs): t_inf = 1.5 (sqrt(np)/4) log(np) units of flow time
 (dtheta/dt = -p grad L), run as floor(t_inf/lr) + 1 epochs.
@@ -25,17 +25,17 @@ ThresholdRule = Literal["paper", "sign", "code", "exp2"]
 
 
 def budget(n: int, p: int) -> float:
-    """t_inf = 1.5 (sqrt(np)/4) log(np), in flow time (MATH.md §1.4(12))."""
+    """t_inf = 1.5 (sqrt(np)/4) log(np), in flow time (docs/math.md §1.4(12))."""
     return 1.5 * math.sqrt(n * p) / 4.0 * math.log(n * p)
 
 
 def epochs(n: int, p: int, lr: float = 1.0) -> int:
-    """Number of epochs of the budget, floor(t_inf/lr) + 1 (MATH.md §1.4(12); code utils.nb_epochs)."""
+    """Number of epochs of the budget, floor(t_inf/lr) + 1 (docs/math.md §1.4(12); code utils.nb_epochs)."""
     return math.floor(budget(n, p) / lr) + 1
 
 
 def threshold(n: int, rule: ThresholdRule = "paper", C_y_minus: float = 1.0) -> float:
-    """Convergence threshold on L (MATH.md §1.4(12)).
+    """Convergence threshold on L (docs/math.md §1.4(12)).
 
     Parameters
     ----------
@@ -59,7 +59,7 @@ def threshold(n: int, rule: ThresholdRule = "paper", C_y_minus: float = 1.0) -> 
 
 
 def converged(final_loss: np.ndarray | float, threshold: float) -> np.ndarray | bool:
-    """Whether the final loss is strictly below the threshold (MATH.md §1.4(12), §1.4(13)).
+    """Whether the final loss is strictly below the threshold (docs/math.md §1.4(12), §1.4(13)).
 
     Non-finite losses (diverged runs) count as not converged.
     """

@@ -155,7 +155,7 @@ def sup_outside(s: np.ndarray, L: np.ndarray, Linf: np.ndarray, jumps: np.ndarra
 
 def gd_windows(b: xr.Dataset, D: np.ndarray, eps: float) -> np.ndarray:
     """(t^j(eps) - t^j(1 - eps))/t_n of each group loss: first records at or below the levels
-    eps/2 ||D_j||^2 and (1-eps)/2 ||D_j||^2, linearly interpolated (docs/math.md §6)."""
+    eps/2 ||D_j||^2 and (1-eps)/2 ||D_j||^2, linearly interpolated (docs/math.md §8.2)."""
     t, t_n = b.time.values, float(b.t_n)
     out = []
     for j, Dj in enumerate(D):

@@ -133,7 +133,7 @@ def scale_groups(L: np.ndarray) -> list[np.ndarray]:
 
 def errors(runs: ScaleRuns) -> tuple[np.ndarray, np.ndarray]:
     """(crossing times (R, K), final-weight errors max(|a - a_lim|, |W - W_lim|) (R,)) of one
-    problem's runs (docs/math.md §6)."""
+    problem's runs (docs/math.md §8.3)."""
     ds, p = runs.ds, runs.process
     cross = crossing_times(ds.loss.values, ds.time_accelerated.values, p.losses)
     werr = np.maximum(np.abs(ds.W_final.values - p.W_final).max(axis=(1, 2)),

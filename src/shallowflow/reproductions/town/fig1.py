@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Annotated, Literal
 
 import numpy as np
 import xarray as xr
@@ -28,9 +27,10 @@ from pydantic import Field
 
 from shallowflow.curves import GROWN_NORM, crossing_times, fitted_counts, growth_times
 from shallowflow.labels import lambda_label
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register
+from shallowflow.reproductions.base import Figure, Reproduction, Section, register
 from shallowflow.reproductions.claims import Claim
 from shallowflow.reproductions.town.setup import (
+    ScalesParams,
     limit_fitted_counts,
     limit_of,
     process_table,
@@ -41,18 +41,9 @@ from shallowflow.theory.saddle_process import SaddleProcess, limit_process, loss
 from shallowflow.training import Train
 
 
-class Fig1Params(Params):
+class Fig1Params(ScalesParams):
     """Parameters of town-fig1."""
 
-    n: int = Field(ge=2, description="number of points n = d (X = I)")
-    m: int = Field(ge=1, description="network width")
-    seed: int = Field(ge=0, description="seed of the labels and the initialisation")
-    log10_lambdas: list[Annotated[float, Field(lt=0)]] = Field(
-        min_length=1, description="decimal logs of the initial scales lambda")
-    lr: float = Field(gt=0, description="GD learning rate on the MSE (1/n) sum r^2")
-    record_dt: float = Field(gt=0, description="record every this much flow time")
-    balance: Literal["free", "tied"] = Field(
-        description="log-norm engine balance ('free': plain GD up to rounding)")
     epoch_draws: int = Field(ge=1, description="random problems for the implied-lambda estimate")
 
 
@@ -108,7 +99,7 @@ def drop_counts(cross: np.ndarray, grow: np.ndarray) -> np.ndarray:
 
 
 def simulate(P: Fig1Params, train: Train) -> xr.Dataset:
-    """All lambda in one batch; jump, growth and plateau measurements per run (docs/math.md §6),
+    """All lambda in one batch; jump, growth and plateau measurements per run (docs/math.md §8.3, §8.4),
     the limit process's inputs and the implied-lambda quantiles."""
     start = time.perf_counter()
     log10s = sorted(P.log10_lambdas, reverse=True)

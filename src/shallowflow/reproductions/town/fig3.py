@@ -15,16 +15,16 @@ and the measured slopes with their R² (``run, interval, neuron``).
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
 
 import numpy as np
 import xarray as xr
 from pydantic import Field
 
 from shallowflow.labels import lambda_label
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register
+from shallowflow.reproductions.base import Figure, Reproduction, Section, register
 from shallowflow.reproductions.claims import Claim
 from shallowflow.reproductions.town.setup import (
+    ScalesParams,
     limit_of,
     linear_slopes,
     process_vars,
@@ -34,18 +34,9 @@ from shallowflow.theory.saddle_process import SaddleProcess
 from shallowflow.training import Train
 
 
-class Fig3Params(Params):
+class Fig3Params(ScalesParams):
     """Parameters of town-fig3."""
 
-    n: int = Field(ge=2, description="number of points n = d (X = I)")
-    m: int = Field(ge=1, description="network width")
-    seed: int = Field(ge=0, description="seed of the labels and the initialisation")
-    log10_lambdas: list[Annotated[float, Field(lt=0)]] = Field(
-        min_length=1, description="decimal logs of the initial scales lambda")
-    lr: float = Field(gt=0, description="GD learning rate on the MSE (1/n) sum r^2")
-    record_dt: float = Field(gt=0, description="record every this much flow time")
-    balance: Literal["free", "tied"] = Field(
-        description="log-norm engine balance ('free': plain GD up to rounding)")
     interior: float = Field(gt=0, le=1, description="central fraction of each saddle interval "
                                                     "used by the straight-line fits")
 
