@@ -101,11 +101,10 @@ class _Loaded:
 Range = tuple[float, float]
 
 
-def _check_range(name: str, r: Range, positive: bool = True) -> None:
+def _check_range(name: str, r: Range) -> None:
     lo, hi = r
-    if not (lo <= hi) or (positive and lo <= 0):
-        allowed = "0 < low <= high" if positive else "low <= high"
-        raise ValueError(f"{name}: must satisfy {allowed}, got {list(r)}")
+    if not (0 < lo <= hi):
+        raise ValueError(f"{name}: must satisfy 0 < low <= high, got {list(r)}")
 
 
 # ----------------------------------------------------------------------------------------- data
@@ -141,7 +140,28 @@ class _DataBase(_Strict):
         raise NotImplementedError
 
 
-class SphereData(_DataBase):
+class _SizedData(_DataBase):
+    """A data kind with fields ``n`` (samples) and ``d`` (input dimension)."""
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.n, self.d  # type: ignore[attr-defined]
+
+
+class _OrthogonalRowsData(_SizedData):
+    """Orthogonal inputs by construction: needs n <= d."""
+
+    orthogonal_rows: ClassVar[bool] = True
+
+    @model_validator(mode="after")
+    def _n_le_d(self) -> _OrthogonalRowsData:
+        if self.n > self.d:  # type: ignore[attr-defined]
+            raise ValueError(f"n: {self.kind} data needs n <= d, got "  # type: ignore[attr-defined]
+                             f"n={self.n} > d={self.d}")  # type: ignore[attr-defined]
+        return self
+
+
+class SphereData(_SizedData):
     """DPB Exp. 1 (docs/math.md §1.3): x = rho u, u uniform on the sphere, labels eps * U[1, 2]."""
 
     kind: Literal["sphere"]
@@ -156,18 +176,13 @@ class SphereData(_DataBase):
         _check_range("label_range", self.label_range)
         return self
 
-    @property
-    def shape(self) -> tuple[int, int]:
-        return self.n, self.d
-
     def generate(self, key: Array) -> tuple[Array, Array]:
         return datagen.sphere(key, self.n, self.d, self.radius, self.label_range)
 
 
-class OrthogonalData(_DataBase):
+class OrthogonalData(_OrthogonalRowsData):
     """DPB Exp. 2 (docs/math.md §1.3): x_i = rho_i e_i, rho ~ U[1, 2], labels eps * U[1, 2]; n <= d."""
 
-    orthogonal_rows: ClassVar[bool] = True
     kind: Literal["orthogonal"]
     n: int = Field(gt=0)
     d: int = Field(gt=0)
@@ -176,41 +191,24 @@ class OrthogonalData(_DataBase):
     label_range: Range = (1.0, 2.0)
 
     @model_validator(mode="after")
-    def _shape(self) -> OrthogonalData:
-        if self.n > self.d:
-            raise ValueError(f"n: orthogonal data needs n <= d, got n={self.n} > d={self.d}")
+    def _ranges(self) -> OrthogonalData:
         _check_range("norm_range", self.norm_range)
         _check_range("label_range", self.label_range)
         return self
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        return self.n, self.d
 
     def generate(self, key: Array) -> tuple[Array, Array]:
         return datagen.orthogonal(key, self.n, self.d, self.basis, self.norm_range,
                                   self.label_range)
 
 
-class OrthonormalData(_DataBase):
+class OrthonormalData(_OrthogonalRowsData):
     """TBLEL (docs/math.md §3.7): unit orthonormal inputs, labels |N(0,1)| or N(0,1); n <= d."""
 
-    orthogonal_rows: ClassVar[bool] = True
     kind: Literal["orthonormal"]
     n: int = Field(gt=0)
     d: int = Field(gt=0)
     basis: Literal["canonical", "random"] = "canonical"
     labels: Literal["abs_normal", "normal"] = "abs_normal"
-
-    @model_validator(mode="after")
-    def _shape(self) -> OrthonormalData:
-        if self.n > self.d:
-            raise ValueError(f"n: orthonormal data needs n <= d, got n={self.n} > d={self.d}")
-        return self
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        return self.n, self.d
 
     def generate(self, key: Array) -> tuple[Array, Array]:
         return datagen.orthonormal(key, self.n, self.d, self.basis, self.labels)
@@ -257,7 +255,7 @@ class TwoPointData(_DataBase):
         return datagen.two_point(self.angle)
 
 
-class TeacherData(_DataBase):
+class TeacherData(_SizedData):
     """A random ReLU teacher with ``width`` units on Gaussian or unit-sphere inputs."""
 
     kind: Literal["teacher"]
@@ -266,10 +264,6 @@ class TeacherData(_DataBase):
     width: int = Field(3, gt=0)
     inputs: Literal["gaussian", "sphere"] = "gaussian"
     noise: float = Field(0.0, ge=0)
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        return self.n, self.d
 
     def generate(self, key: Array) -> tuple[Array, Array]:
         return datagen.teacher(key, self.n, self.d, self.width, self.inputs, self.noise)
@@ -469,12 +463,12 @@ class GivenInit(_Scaled):
         elif self.a is None or self.W is None:
             raise ValueError("a/W: give both init.a and init.W")
         else:
-            self._loaded = _Loaded(*check_given(self.a, self.W, "init.a/init.W"))
+            check_given(self.a, self.W, "init.a/init.W")
         return self
 
     def network(self) -> tuple[np.ndarray, np.ndarray]:
         """(a, W) of the given network, validated: finite, a (p,), W (p, d)."""
-        a, W = self._loaded.arrays
+        a, W = self._loaded.arrays if self.path is not None else (self.a, self.W)
         return a, W
 
     def draw(self, key: Array, p: int, X: Array, y: Array) -> Network:

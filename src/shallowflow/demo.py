@@ -25,7 +25,7 @@ from shallowflow.config import Experiment, experiment_from_mapping
 from shallowflow.fits import loglog_slope
 from shallowflow.store import atomic_dir, check_output_dir, provenance, write_netcdf
 from shallowflow.theory.good_init import neurons_for  # p(n, eps), docs/math.md §1.4(5)
-from shallowflow.theory.training_budget import budget  # t_inf, docs/math.md §1.4(12)
+from shallowflow.theory.training_budget import budget, threshold  # docs/math.md §1.4(12)
 from shallowflow.training import train
 
 DEMO_SIZES = (64, 128, 256, 512, 1024)
@@ -41,7 +41,7 @@ def demo_experiment(n: int, runs: int = DEMO_RUNS, seed: int = 0) -> Experiment:
         "model": {"width": p, "kappa": "1/p"},
         "init": {"scheme": "dpb"},
         "train": {"lr": 1.0, "duration": budget(n, p), "time_scale": "width",
-                  "stop_loss": 1e-6 / (2 * n)},
+                  "stop_loss": threshold(n, "exp2")},
         "record": {"points": 150, "probes": ["loss", "pl_curvature", "dead_neurons"]},
     })
 
@@ -67,7 +67,7 @@ def measure(results: dict[int, xr.Dataset]) -> DemoMeasures:
     ns = np.array(sizes, dtype=float)
     mu0 = np.array([float(results[n].pl_curvature.isel(time=0).median()) for n in sizes])
     # the strict stop threshold 1e-6/(2n) is reported separately; mu(end) is the last record
-    converged = {n: results[n].loss.isel(time=-1).values < 1.0 / (2 * n) for n in sizes}
+    converged = {n: results[n].loss.isel(time=-1).values < threshold(n, "code") for n in sizes}
     mu_end = np.array([float(np.median(results[n].pl_curvature.isel(time=-1).values[converged[n]]))
                        if converged[n].any() else np.nan for n in sizes])
     finite = np.isfinite(mu_end)

@@ -8,8 +8,9 @@ the init key fold_in(k_r, 1) and the SGD key fold_in(k_r, 2). (In JAX, split(k)[
 fold_in(k, i), so a generator splitting the data key never reproduces the init key.) A run
 therefore gives the same numbers alone or inside any batch.
 
-Runs whose specs differ only in *batchable* fields (seed, run index, init scale, stop_loss, data
-seed, name) share array shapes and compiled code, and are trained together in one vmapped loop.
+Runs whose specs differ only in *batchable* fields (:data:`BATCHABLE`: seed, run index, init
+scale, stop_loss, data seed, explicit record points, name) share array shapes and compiled code,
+and are trained together in one vmapped loop.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ class Batch:
 
     id: str
     refs: tuple[RunRef, ...]
-    tags: tuple[object, ...] = ()  # one per run when the planner was given tags (sweep points)
+    tags: tuple[object, ...] = ()  # one per run: the planner's tags (sweep point, experiment)
 
     @property
     def size(self) -> int:
@@ -102,10 +102,6 @@ def execute(task: Callable[[Batch, StepCallback | None], R], batches: Sequence[B
             yield batch, result
 
 
-def _keep_data_task(batch: Batch, progress: StepCallback | None) -> xr.Dataset:
-    return train_batch(batch, progress, keep_data=True)
-
-
 def train(experiments: Experiment | Sequence[Experiment], *, label: str = "",
           show_progress: bool = True, executor: Executor | None = None,
           max_batch: int = 4096, keep_data: bool = False,
@@ -121,14 +117,13 @@ def train(experiments: Experiment | Sequence[Experiment], *, label: str = "",
     exps = [experiments] if isinstance(experiments, Experiment) else list(experiments)
     chosen = [range(e.runs) if runs is None else [int(r) for r in runs] for e in exps]
     refs = [RunRef(e, r) for e, rs in zip(exps, chosen, strict=True) for r in rs]
-    owner = [k for k, rs in enumerate(chosen) for _ in rs]
-    where = {id(ref): i for i, ref in enumerate(refs)}
+    owner = [k for k, rs in enumerate(chosen) for _ in rs]  # tags: the experiment of each run
     parts: list[list[tuple[int, xr.Dataset]]] = [[] for _ in exps]
-    task = _keep_data_task if keep_data else train_batch
-    for batch, ds in execute(task, plan(refs, max_batch), label, show_progress, executor):
+    task = functools.partial(train_batch, keep_data=keep_data)
+    for batch, ds in execute(task, plan(refs, max_batch, owner), label, show_progress, executor):
         positions: dict[int, list[int]] = {}
-        for pos, ref in enumerate(batch.refs):
-            positions.setdefault(owner[where[id(ref)]], []).append(pos)
+        for pos, k in enumerate(batch.tags):
+            positions.setdefault(k, []).append(pos)
         for k, pos in positions.items():
             part = ds if len(pos) == ds.sizes["run"] else ds.isel(run=pos)
             parts[k].append((batch.refs[pos[0]].index, part))

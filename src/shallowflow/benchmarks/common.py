@@ -92,6 +92,11 @@ def foreign_load_line(value: float | None) -> str:
             "(0 = the benchmark had the machine to itself).")
 
 
+def with_foreign_load(lines: list[str], value: float | None) -> str:
+    """A result table's markdown: ``lines``, then :func:`foreign_load_line` after an empty line."""
+    return "\n".join([*lines, "", foreign_load_line(value)])
+
+
 def machine_info() -> dict[str, Any]:
     """Machine and library versions, for the result files (``device``: the kind of JAX's first
     device, e.g. the GPU model, where the backend is not the CPU)."""
@@ -141,6 +146,22 @@ def best_time(fn: Callable[[], Any], repeats: int = 3, warmup: bool = True) -> t
         out = fn()
         best = min(best, time.perf_counter() - t0)
     return best, out
+
+
+def time_simulate(cfg: Any, net0: Any, X: Any, y: Any, steps: int,
+                  repeats: int) -> tuple[float, float, Any]:
+    """Time ``simulate`` for ``steps`` steps with records at 0 and ``steps`` only: (seconds of a
+    first 1-step call on the same shapes, which compiles the loop; best wall time of ``repeats``
+    timed calls, which reuse it; the last result). ``simulate`` returns numpy arrays, so every
+    call is synchronised."""
+    from shallowflow.dynamics import record_schedule, simulate
+
+    t0 = time.perf_counter()
+    simulate(cfg, net0, X, y, record_schedule(1, every=1))
+    compile_s = time.perf_counter() - t0
+    sched = record_schedule(steps, every=steps)
+    best, res = best_time(lambda: simulate(cfg, net0, X, y, sched), repeats, warmup=False)
+    return compile_s, best, res
 
 
 def matmul_roofline(
@@ -194,11 +215,14 @@ def _jsonable(obj: Any) -> Any:
     return str(obj)
 
 
-def out_argument(ap: argparse.ArgumentParser, out: Path | None) -> None:
-    """Add ``--out`` (where the raw JSON goes; default ``out``, else ./bench-results) to ``ap``."""
+def parser(doc: str, out: Path | None) -> argparse.ArgumentParser:
+    """A benchmark's command line, described by the first line of ``doc`` (its module docstring),
+    with ``--out`` (where the raw JSON goes; default ``out``, else ./bench-results)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     default = out if out is not None else DEFAULT_OUT
     ap.add_argument("--out", type=Path, default=default,
                     help=f"folder for the raw numbers (default {default})")
+    return ap
 
 
 def finish(name: str, result: dict[str, Any], table: Callable[[dict[str, Any]], str],

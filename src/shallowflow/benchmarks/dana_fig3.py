@@ -34,9 +34,9 @@ from shallowflow.benchmarks.common import (
     ForeignLoad,
     best_time,
     finish,
-    foreign_load_line,
     machine_info,
-    out_argument,
+    parser,
+    with_foreign_load,
 )
 
 D, SEED = 100, 0
@@ -163,22 +163,19 @@ def table(r: dict[str, Any]) -> str:
         f"{off['gflops']:.1f} (without) against numpy's {r['roofline_gflops']:.1f}: "
         f"{100 * on['gflops'] / r['roofline_gflops']:.0f}% of the roofline with re-batching "
         "(goal 60%).",
-        "",
-        foreign_load_line(r["foreign_cpu_s"]),
     ]
-    return "\n".join(lines)
+    return with_foreign_load(lines, r["foreign_cpu_s"])
 
 
 def main(argv: list[str] | None = None, out: Path | None = None) -> dict[str, Any] | None:
     """Run alone: print the table, write the raw numbers to ``--out``/dana_fig3.json. With the
     internal ``--grid`` one mode runs in this process (what :func:`_fresh_process` starts)."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__, out)
     ap.add_argument("--paper", action="store_true", help="the paper preset's whole Gaussian grid")
     ap.add_argument("--runs", type=int, default=25)
     ap.add_argument("--grid", help=argparse.SUPPRESS)  # internal: one mode in this process
     ap.add_argument("--mode", choices=("on", "off"), help=argparse.SUPPRESS)
     ap.add_argument("--json", help=argparse.SUPPRESS)
-    out_argument(ap, out)
     args = ap.parse_args(argv)
     if args.grid:
         grid = run_grid([int(v) for v in args.grid.split(",")], args.runs, args.mode == "on")

@@ -10,7 +10,6 @@ X (n = 2000, d = 2000) to include the mask product X W^T.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,9 +20,9 @@ from shallowflow.benchmarks.common import (
     ForeignLoad,
     best_time,
     finish,
-    foreign_load_line,
     machine_info,
-    out_argument,
+    parser,
+    with_foreign_load,
 )
 
 GOAL_SECONDS = 1.0
@@ -65,14 +64,12 @@ def table(r: dict[str, Any]) -> str:
         lines.append(f"| {row['n']} | {row['m']} | {row['X']} | {row['jumps']} | "
                      f"{row['seconds']:.3f} | < {GOAL_SECONDS:g} s | "
                      f"{'yes' if row['seconds'] < GOAL_SECONDS else 'no'} |")
-    lines += ["", foreign_load_line(r["foreign_cpu_s"])]
-    return "\n".join(lines)
+    return with_foreign_load(lines, r["foreign_cpu_s"])
 
 
 def main(argv: list[str] | None = None, out: Path | None = None) -> dict[str, Any]:
     """Run alone: print the table, write the raw numbers to ``--out``/limit_process.json."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    out_argument(ap, out)
+    ap = parser(__doc__, out)
     args = ap.parse_args(argv)
     r = bench()
     finish("limit_process", r, table, args.out)

@@ -7,7 +7,6 @@ preset (Town et al. Fig. 1: m = 6, n = d = 64, lambda from 1e-5 to e^-1000, GD l
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 import time
 from collections.abc import Sequence
@@ -17,9 +16,9 @@ from typing import Any
 from shallowflow.benchmarks.common import (
     ForeignLoad,
     finish,
-    foreign_load_line,
     machine_info,
-    out_argument,
+    parser,
+    with_foreign_load,
 )
 
 DEFAULT = ("town-fig1:paper",)
@@ -54,15 +53,13 @@ def table(r: dict[str, Any]) -> str:
     for row in r["rows"]:
         verdicts = ", ".join(f"{v} x{row['verdicts'].count(v)}" for v in dict.fromkeys(row["verdicts"]))
         lines.append(f"| {row['name']} | {row['preset']} | {row['seconds']:.1f} | {verdicts} |")
-    lines += ["", foreign_load_line(r["foreign_cpu_s"])]
-    return "\n".join(lines)
+    return with_foreign_load(lines, r["foreign_cpu_s"])
 
 
 def main(argv: list[str] | None = None, out: Path | None = None) -> dict[str, Any]:
     """Run alone: print the table, write the raw numbers to ``--out``/presets.json."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__, out)
     ap.add_argument("items", nargs="*", default=list(DEFAULT), metavar="NAME:PRESET")
-    out_argument(ap, out)
     args = ap.parse_args(argv)
     r = bench(tuple(args.items))
     finish("presets", r, table, args.out)

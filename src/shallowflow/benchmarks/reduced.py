@@ -25,7 +25,6 @@ neuron_norm every step. Goals (issue): speed-up >= 100x, max relative difference
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,10 +34,11 @@ import numpy as np
 
 from shallowflow.benchmarks.common import (
     ForeignLoad,
+    best_time,
     finish,
-    foreign_load_line,
     machine_info,
-    out_argument,
+    parser,
+    with_foreign_load,
 )
 from shallowflow.theory.good_init import neurons_for
 
@@ -67,15 +67,6 @@ def setup(n: int, probes: tuple[str, ...] = ("loss",)) -> tuple[Any, Any, Any, A
     return cfg, net0, np.asarray(X), np.asarray(y)
 
 
-def _timed(fn: Any, repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()  # simulate returns numpy arrays: synchronised
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def per_step(cfg: Any, net: Any, X: Any, y: Any, steps: int, repeats: int,
              span: bool = False) -> dict[str, float]:
     """(T(1 + steps) - T(1)) / steps of ``simulate``, best of ``repeats``, after a compile call
@@ -88,8 +79,9 @@ def per_step(cfg: Any, net: Any, X: Any, y: Any, steps: int, repeats: int,
     t0 = time.perf_counter()
     run(1)
     compile_s = time.perf_counter() - t0
-    short = _timed(lambda: run(1), repeats)
-    long = _timed(lambda: run(1 + steps), repeats)
+    # simulate returns numpy arrays: synchronised
+    short, _ = best_time(lambda: run(1), repeats, warmup=False)
+    long, _ = best_time(lambda: run(1 + steps), repeats, warmup=False)
     return {"seconds_compile_call": compile_s, "seconds_1": short, "seconds_long": long,
             "steps": steps, "seconds_per_step": (long - short) / steps}
 
@@ -251,19 +243,17 @@ def table(r: dict[str, Any]) -> str:
             f"| {row['n']} | {a['loss_max_rel']:.1e} | {a['neuron_norm_max_rel']:.1e} "
             f"| {a['W_final_max_rel']:.1e} | {a['a_final_max_rel']:.1e} "
             f"| <= {g['agreement']:g} | {_yes(worst <= g['agreement'])} |")
-    lines += ["", foreign_load_line(r["foreign_load"])]
-    return "\n".join(lines)
+    return with_foreign_load(lines, r["foreign_load"])
 
 
 def main(argv: list[str] | None = None, out: Path | None = None) -> dict[str, Any]:
     """Run alone: print the table, write the raw numbers to ``--out``/reduced.json."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__, out)
     ap.add_argument("--steps", type=int, default=STEPS, help="timed steps of the reduced engine")
     ap.add_argument("--dense-steps", type=int, default=DENSE_STEPS,
                     help="timed steps of the dense engine")
     ap.add_argument("--agree-steps", type=int, default=AGREE_STEPS)
     ap.add_argument("--repeats", type=int, default=2)
-    out_argument(ap, out)
     args = ap.parse_args(argv)
     r = bench(args.steps, args.dense_steps, args.agree_steps, args.repeats)
     finish("reduced", r, table, args.out)

@@ -28,7 +28,6 @@ from shallowflow.benchmarks import (
 )
 from shallowflow.benchmarks.common import (
     ForeignLoad,
-    foreign_load_line,
     load_average,
     machine_info,
     machine_line,
@@ -120,13 +119,9 @@ def run_one(name: str, out: Path, max_busy: float = 0.3, max_wait: float = 120.0
     bm = BENCHMARKS[check_names([name])[0]]
     kwargs = {**(bm.quick if quick else {}), **(options or {})}
     before = wait_for_quiet(max_busy, max_wait)
-    with ForeignLoad() as foreign:
-        result = bm.bench(**kwargs)
+    result = bm.bench(**kwargs)  # each measures the foreign load itself (ForeignLoad)
     write_json(out, name, result)
-    md = bm.table(result)
-    if "CPU time used by other processes" not in md:
-        md += "\n\n" + foreign_load_line(foreign.value)
-    return Section(name, bm.title, md, before)
+    return Section(name, bm.title, bm.table(result), before)
 
 
 def earlier(name: str, out: Path) -> Section | None:

@@ -15,8 +15,6 @@ float32 and float64.
 
 from __future__ import annotations
 
-import argparse
-import time
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +23,11 @@ import numpy as np
 from shallowflow.benchmarks.common import (
     ForeignLoad,
     finish,
-    foreign_load_line,
     machine_info,
     matmul_roofline,
-    out_argument,
+    parser,
+    time_simulate,
+    with_foreign_load,
 )
 
 RUNS, N, D, P, STEPS, LR = 64, 1000, 100, 40, 300, 0.1
@@ -60,19 +59,9 @@ def run_engine(cfg: Any, net0: Any, X: Any, y: Any, dtype: str, steps: int,
     GFLOP/s = 4 n d p runs steps / best time."""
     import jax
 
-    from shallowflow.dynamics import record_schedule, simulate
-
     net = jax.tree_util.tree_map(lambda v: v.astype(dtype), net0)
-    Xd, yd = X.astype(dtype), y.astype(dtype)
-    t0 = time.perf_counter()
-    simulate(cfg, net, Xd, yd, record_schedule(1, every=1))  # same shapes: compiles
-    compile_s = time.perf_counter() - t0
-    sched = record_schedule(steps, every=steps)  # records at 0 and steps only
-    best, res = float("inf"), None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        res = simulate(cfg, net, Xd, yd, sched)  # results come back as numpy: synchronised
-        best = min(best, time.perf_counter() - t0)
+    compile_s, best, res = time_simulate(cfg, net, X.astype(dtype), y.astype(dtype), steps,
+                                         repeats)
     flops = 4.0 * N * D * P * RUNS * steps
     loss = res.records["loss"]
     return {
@@ -132,16 +121,14 @@ def table(r: dict[str, Any]) -> str:
             f"{roof['gflops_backward']:.1f}) | {100 * e['fraction_of_roofline']:.0f} % "
             f"| >= {100 * r['goal_fraction']:.0f} % | {'yes' if ok else 'no'} |"
         )
-    lines += ["", foreign_load_line(r["foreign_load"])]
-    return "\n".join(lines)
+    return with_foreign_load(lines, r["foreign_load"])
 
 
 def main(argv: list[str] | None = None, out: Path | None = None) -> dict[str, Any]:
     """Run alone: print the table, write the raw numbers to ``--out``/throughput.json."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__, out)
     ap.add_argument("--steps", type=int, default=STEPS)
     ap.add_argument("--repeats", type=int, default=2)
-    out_argument(ap, out)
     args = ap.parse_args(argv)
     r = bench(args.steps, args.repeats)
     finish("throughput", r, table, args.out)

@@ -13,7 +13,6 @@ skipped with a note.
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 from typing import Any
@@ -24,9 +23,10 @@ from shallowflow.benchmarks.common import (
     ForeignLoad,
     cpu_count,
     finish,
-    foreign_load_line,
     machine_info,
-    out_argument,
+    parser,
+    time_simulate,
+    with_foreign_load,
 )
 
 P, STEPS, LR, SCALE, SEED = 20_000, 20_000, 1e-3, 1e-3, 0
@@ -59,17 +59,7 @@ def problem(p: int = P) -> tuple[Any, Any, Any, Any]:
 def run_engine(cfg: Any, net0: Any, X: Any, y: Any, steps: int, repeats: int) -> dict[str, Any]:
     """Best wall time of ``simulate`` over ``repeats`` calls, after a 1-step call that compiles
     (same shapes, so the timed calls reuse the compiled loop)."""
-    from shallowflow.dynamics import record_schedule, simulate
-
-    t0 = time.perf_counter()
-    simulate(cfg, net0, X, y, record_schedule(1, every=1))
-    first = time.perf_counter() - t0
-    sched = record_schedule(steps, every=steps)
-    best, res = float("inf"), None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        res = simulate(cfg, net0, X, y, sched)  # returns numpy arrays: synchronised
-        best = min(best, time.perf_counter() - t0)
+    first, best, res = time_simulate(cfg, net0, X, y, steps, repeats)
     return {
         "seconds": best,
         "seconds_compile_call": first,
@@ -163,8 +153,8 @@ def table(r: dict[str, Any]) -> str:
     ]
     if t is None:
         lines += ["", "PyTorch baseline skipped: torch is not installed "
-                  "(`pip install -e .[bench]`).", "", foreign_load_line(r["foreign_load"])]
-        return "\n".join(lines)
+                  "(`pip install -e .[bench]`)."]
+        return with_foreign_load(lines, r["foreign_load"])
     lines += [
         f"| PyTorch {t['version']} loop ({t['threads']} threads) | {t['seconds']:.3f} | - "
         f"| {t['loss_end']:.10g} |",
@@ -176,19 +166,16 @@ def table(r: dict[str, Any]) -> str:
         f"| abs. difference of final losses | {r['loss_abs_diff']:.2e} | <= {GOAL_LOSS_DIFF:g} "
         f"| {'yes' if r['loss_abs_diff'] <= GOAL_LOSS_DIFF else 'no'} |",
         f"| max abs. difference of final parameters | {r['param_max_abs_diff']:.2e} | - | - |",
-        "",
-        foreign_load_line(r["foreign_load"]),
     ]
-    return "\n".join(lines)
+    return with_foreign_load(lines, r["foreign_load"])
 
 
 def main(argv: list[str] | None = None, out: Path | None = None) -> dict[str, Any]:
     """Run alone: print the table, write the raw numbers to ``--out``/tiny.json."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__, out)
     ap.add_argument("--p", type=int, default=P)
     ap.add_argument("--steps", type=int, default=STEPS)
     ap.add_argument("--repeats", type=int, default=2)
-    out_argument(ap, out)
     args = ap.parse_args(argv)
     r = bench(args.p, args.steps, args.repeats)
     if r["torch"] is None:

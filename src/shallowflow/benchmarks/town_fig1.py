@@ -26,7 +26,6 @@ which log10 L falls by more than 1e-3 per record, up to the stop. Goal (issue): 
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -38,9 +37,9 @@ from shallowflow.benchmarks.common import (
     ForeignLoad,
     cpu_count,
     finish,
-    foreign_load_line,
     machine_info,
-    out_argument,
+    parser,
+    with_foreign_load,
 )
 
 N = D = 64
@@ -202,15 +201,13 @@ def table(r: dict[str, Any]) -> str:
             f"| {row['jumps']} | {row['loss_final']:.4g} | {row['excess_final_over_L0']:.2e} "
             f"| {row['seconds_first_call']:.2f} | {row['seconds_warm']:.2f} "
             f"| {row['us_per_step_warm']:.2f} | < {r['goal_seconds']:g} s | {'yes' if ok else 'no'} |")
-    lines += ["", foreign_load_line(r["foreign_load"])]
-    return "\n".join(lines)
+    return with_foreign_load(lines, r["foreign_load"])
 
 
 def main(argv: list[str] | None = None, out: Path | None = None) -> dict[str, Any]:
     """Run alone: print the table, write the raw numbers to ``--out``/town_fig1.json."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__, out)
     ap.add_argument("--budget", type=int, default=BUDGET, help="step budget of each run")
-    out_argument(ap, out)
     args = ap.parse_args(argv)
     r = bench(args.budget)
     finish("town_fig1", r, table, args.out)

@@ -30,7 +30,7 @@ import xarray as xr
 from shallowflow.config import Experiment, experiment_from_mapping
 from shallowflow.curves import max_rise
 from shallowflow.theory.good_init import good_init_event, neurons_for
-from shallowflow.theory.training_budget import budget
+from shallowflow.theory.training_budget import budget, threshold
 from shallowflow.training import Train
 
 
@@ -45,7 +45,7 @@ def convergence_experiment(n: int, d: int, p: int | None, runs: int, seed: int,
         "model": {"width": width, "kappa": "1/p"},
         "init": {"scheme": "dpb", "first_layer": first_layer},
         "train": {"lr": 1.0, "duration": float(np.floor(budget(n, width))),
-                  "time_scale": "width", "stop_loss": 1.0 / (2 * n)},
+                  "time_scale": "width", "stop_loss": threshold(n, "code")},
         "record": {"points": points, "probes": ["loss"]},
     })
 
@@ -60,7 +60,7 @@ def point_summary(exp: Experiment, ds: xr.Dataset) -> xr.Dataset:
     loss = ds.loss.values
     final, initial = loss[:, -1], loss[:, 0]
     smallest = np.nanmin(loss, axis=1)
-    text_threshold = cy_minus / (2 * n)
+    text_threshold = threshold(n, "paper", cy_minus)
     converged_text = smallest < text_threshold
     stop_time = np.where(ds.stopped.values, ds.stop_step.values, int(ds.step[-1])) * exp.train.lr
     return xr.Dataset(
@@ -72,7 +72,7 @@ def point_summary(exp: Experiment, ds: xr.Dataset) -> xr.Dataset:
             "text_rule_gap": ("run", converged_text != (final < text_threshold)),
             "C_y_minus": ("run", cy_minus),
             "converged_text": ("run", converged_text),
-            "converged_code": ("run", final < 1.0 / (2 * n)),
+            "converged_code": ("run", final < threshold(n, "code")),
             "diverged": ("run", ds.diverged.values),
             "stop_time": ("run", stop_time),
             "good_init": ("run", np.asarray(good_init_event(ds.a_init.values, ds.W_init.values,
@@ -101,9 +101,14 @@ def convergence_grid(ns: Sequence[int], d: int, p: int | None, runs: int, seed: 
 def summarise(grid: xr.Dataset, rule: str = "text") -> xr.Dataset:
     """Per n: convergence probability and normalised final loss (0 for converged runs)."""
     conv = grid[f"converged_{rule}"]
-    ratio = xr.where(conv, 0.0, grid.final_loss / grid.initial_loss)
     return xr.Dataset({"probability": conv.mean("run"), "successes": conv.sum("run"),
-                       "trials": conv.count("run"), "normalised_final_loss": ratio.mean("run")})
+                       "trials": conv.count("run"),
+                       "normalised_final_loss": normalised_final_loss(grid, rule).mean("run")})
+
+
+def normalised_final_loss(grid: xr.Dataset, rule: str = "text") -> xr.DataArray:
+    """L_end/L(0) per run, 0 for the runs converged under ``rule`` (docs/math.md §1.4(13))."""
+    return xr.where(grid[f"converged_{rule}"], 0.0, grid.final_loss / grid.initial_loss)
 
 
 # ------------------------------------------------------------------- several grids, one Dataset

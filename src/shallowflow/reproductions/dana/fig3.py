@@ -30,6 +30,7 @@ from shallowflow.reproductions.claims import Claim, interval_verdict
 from shallowflow.reproductions.dana.convergence import (
     convergence_grid,
     grid_part,
+    normalised_final_loss,
     stack_grids,
     summarise,
 )
@@ -186,8 +187,7 @@ def final_loss_claim(r: Fig3Results, P: Fig3Params) -> Claim | None:
     such run."""
     edge = r.main_fit.threshold if r.main_fit is not None else np.median(r.ns)
     vals = np.concatenate([
-        xr.where(g.converged_text, 0.0, g.final_loss / g.initial_loss)
-        .where(g.n >= edge, drop=True).values.ravel()
+        normalised_final_loss(g).where(g.n >= edge, drop=True).values.ravel()
         for g in r.grids["gaussian"] if (g.n >= edge).any()] or [np.array([])])
     if not len(vals):
         return None

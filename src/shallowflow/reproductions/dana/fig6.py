@@ -186,15 +186,12 @@ def runs_of(ds: xr.Dataset, first_layer: str) -> xr.Dataset:
 def slopes(grid: xr.Dataset, keys: list[str], mask: xr.DataArray | None, seed: int,
            resamples: int) -> np.ndarray:
     """(key, 3): bootstrap log-log slope of the mean over runs and its 95% interval, for every
-    measure in ``keys``, optionally on the runs where ``mask`` holds."""
+    measure in ``keys``, optionally on the runs where ``mask`` holds (the others are NaN,
+    which :func:`~shallowflow.fits.bootstrap_slope` drops)."""
     out = np.full((len(keys), 3), np.nan)
     for i, key in enumerate(keys):
-        groups = {}
-        for n in grid.n.values:
-            v = grid[key].sel(n=n)
-            if mask is not None:
-                v = v.where(mask.sel(n=n))
-            groups[float(n)] = v.values[np.isfinite(v.values)]
+        v = grid[key] if mask is None else grid[key].where(mask)
+        groups = {float(n): v.sel(n=n).values for n in grid.n.values}
         slope, (lo, hi) = bootstrap_slope(groups, np.mean, resamples, seed=seed)
         out[i] = slope, lo, hi
     return out

@@ -113,7 +113,8 @@ def simulate(P: Fig1Params, train: Train) -> xr.Dataset:
     cross = crossing_times(loss, t_acc, p.losses)  # (R, K)
     grow = growth_times(ds.log_norm.values, t_acc)  # (R, m)
     fitted = fitted_counts(ds.output.values, runs.y)  # (R, T)
-    idx = np.minimum([np.searchsorted(t, plateau_times(p)) for t in t_acc], t_acc.shape[1] - 1)
+    at = plateau_times(p)
+    idx = np.minimum([np.searchsorted(t, at) for t in t_acc], t_acc.shape[1] - 1)
     implied = implied_scales(p.n, p.m, P.epoch_draws, P.lr, P.seed + 1)
     out = ds[["loss", "log_norm", "a_init", "W_init", "X", "y"]].assign(
         fitted=(("run", "time"), fitted),

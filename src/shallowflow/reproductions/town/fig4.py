@@ -106,7 +106,7 @@ def simulate(P: Fig4Params, train: Train) -> xr.Dataset:
                            label="town-fig4", process=p)
     ds = runs.ds.isel(run=0)
     t = ds.time_accelerated.values
-    sel = [int(np.argmin(np.abs(t - v))) for v in snaps.values()]
+    sel = np.argmin(np.abs(t[None] - np.array(list(snaps.values()))[:, None]), axis=1)
     units = directions_of(ds.W.values[sel])  # (snapshot, neuron, dim)
     D0, D1 = predicted_directions(p, 0), predicted_directions(p, 1)
     snap = ("snapshot", "neuron")

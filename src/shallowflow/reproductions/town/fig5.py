@@ -37,6 +37,7 @@ from shallowflow.reproductions.claims import Claim, band_verdict
 from shallowflow.reproductions.town.interpolation import (
     balanced_init,
     interpolation_experiment,
+    limit_norms,
     limit_summary,
     padded,
     prop2_width,
@@ -136,11 +137,6 @@ def simulate(P: Fig5Params, train: Train) -> xr.Dataset:
 def kept_norms(ds: xr.Dataset) -> np.ndarray:
     """Squared norms (n, lam, run) of the interpolating runs, NaN for the others."""
     return np.where(ds.interpolated.values, ds.sq_norm.values, np.nan)
-
-
-def limit_norms(ds: xr.Dataset) -> np.ndarray:
-    """Algorithm 1's ||theta_inf||^2 (n, run) where the limit interpolates, NaN elsewhere."""
-    return np.where(ds.limit_unfitted.values == 0, ds.limit_sq_norm.values, np.nan)
 
 
 def slope_verdict(usable: int, interval: tuple[float, float]) -> str:

@@ -40,6 +40,7 @@ from shallowflow.reproductions.claims import Claim
 from shallowflow.reproductions.town.interpolation import (
     balanced_init,
     interpolation_experiment,
+    limit_norms,
     limit_summary,
     padded,
     rounded_per,
@@ -291,8 +292,7 @@ def draw(ds: xr.Dataset, P: Fig6Params) -> list[Figure]:
     ax.plot(theory_w, t_mean, "s:", color="C2", ms=4,
             label=f"Algorithm 1 limit, {P.theory_draws} random balanced inits (mean, min/max)")
     ax.fill_between(theory_w, t_lo, t_hi, color="C2", alpha=0.12)
-    lim = np.where(ds.limit_unfitted.values == 0, ds.limit_sq_norm.values / mn, np.nan)
-    ax.plot(widths, nan_band(lim)[0], "D", color="C2", ms=5, mfc="none",
+    ax.plot(widths, nan_band(limit_norms(ds) / mn)[0], "D", color="C2", ms=5, mfc="none",
             label="Algorithm 1 limit for the simulated small inits")
     ax.axhline(1.0, color="k", lw=0.9, label=r"minimum norm $\|\theta^*\|^2$")
     ax.set_xscale("log", base=2)

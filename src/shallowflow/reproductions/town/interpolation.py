@@ -18,7 +18,8 @@ Helpers:
   configuration (orthonormal data, normal labels, GD on MSE with an early stop);
 * :func:`run_summary`: per run of a training Dataset, the final squared norm and the status
   (interpolated: stopped, not diverged and below the loss threshold);
-* :func:`limit_summary`: Algorithm 1's ||θ_∞||² per run;
+* :func:`limit_summary`: Algorithm 1's ||θ_∞||² per run; :func:`limit_norms`: the stored ones
+  where the limit interpolates;
 * :func:`padded`: ragged per-configuration arrays as one NaN-padded array (one Dataset for all
   widths);
 * :func:`run_groups`: the finite values per x that the slope fits use.
@@ -104,6 +105,12 @@ def limit_summary(exp: Experiment, ds: xr.Dataset) -> dict[str, np.ndarray]:
     return {"limit_sq_norm": np.array([learned_norm_sq(p) for p in limits]),
             "limit_unfitted": np.array([len(p.unfitted) for p in limits]),
             "assumption4_ok": np.array([bool(p.report.ok) for p in limits])}
+
+
+def limit_norms(ds: xr.Dataset) -> np.ndarray:
+    """Algorithm 1's ||theta_inf||^2 (..., run) of a reproduction's Dataset (``limit_sq_norm``,
+    ``limit_unfitted``) where the limit interpolates, NaN elsewhere."""
+    return np.where(ds.limit_unfitted.values == 0, ds.limit_sq_norm.values, np.nan)
 
 
 def padded(arrays: Sequence[np.ndarray]) -> np.ndarray:

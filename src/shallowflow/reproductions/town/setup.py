@@ -46,6 +46,7 @@ from shallowflow.theory.saddle_process import SaddleProcess, from_experiment, li
 from shallowflow.training import Train
 
 PAPER_LR = 0.01
+SETTLE_RTOL = 1e-12  # a run stops once its loss is within this x its initial plateau of the floor
 
 
 class ScalesParams(Params):
@@ -66,9 +67,8 @@ def tblel_experiment(*, n: int, m: int, log_lambda: float, lr: float, duration: 
                      seed: int, labels: str = "abs_normal", basis: str = "canonical",
                      loss: str = "mse", balance: str = "free",
                      probes: Sequence[str] = ("loss", "log_norm"), data: dict | None = None,
-                     init: dict | None = None, time_scale: float = 1.0,
-                     stop_loss: float | None = None, record_every: int | None = None,
-                     record_times: Sequence[float] = ()) -> Experiment:
+                     init: dict | None = None, stop_loss: float | None = None,
+                     record_every: int | None = None, record_times: Sequence[float] = ()) -> Experiment:
     """One run of the paper's set-up (``data``/``init`` replace the orthonormal data and the random
     balanced initialisation, e.g. by in-memory arrays and a given network). Records every
     ``record_every`` steps and at the flow times ``record_times`` (rounded to steps)."""
@@ -78,7 +78,7 @@ def tblel_experiment(*, n: int, m: int, log_lambda: float, lr: float, duration: 
         "model": {"width": m},
         "init": {**(init or {"scheme": "balanced"}), "log_scale": float(log_lambda)},
         "train": {"loss": loss, "lr": lr, "duration": float(duration), "parametrisation": "lognorm",
-                  "balance": balance, "time_scale": float(time_scale), "stop_loss": stop_loss},
+                  "balance": balance, "time_scale": 1.0, "stop_loss": stop_loss},
         "record": {"every": record_every, "points": 0, "at_times": [float(t) for t in record_times],
                    "probes": list(probes)},
     })
@@ -130,8 +130,7 @@ def stack_runs(dss: Sequence[xr.Dataset]) -> xr.Dataset:
 
 
 def simulate_scales(train: Train, problem: dict[str, Any], log_lambdas: Sequence[float],
-                    lr: float, record_dt: float, duration: float | None = None,
-                    extra_times: Sequence[float] = (), settle_rtol: float = 1e-12,
+                    lr: float, record_dt: float, extra_times: Sequence[float] = (),
                     probes: Sequence[str] = ("loss", "log_norm"), label: str = "",
                     process: SaddleProcess | None = None) -> ScaleRuns:
     """Train ``problem`` (keyword arguments of :func:`tblel_experiment` without log_lambda, lr,
@@ -140,34 +139,32 @@ def simulate_scales(train: Train, problem: dict[str, Any], log_lambdas: Sequence
     Records: every ``record_dt`` units of flow time, plus the accelerated times ``extra_times``
     of every run (flow time t log(1/lambda), rounded to steps); the batch records at the union
     of its runs' schedules. Each run stops once its loss is below the limit's final loss +
-    ``settle_rtol`` x its initial plateau (the limit's loss floor is exact for GD too: an
-    uncovered point is never fitted); ``duration`` defaults to :func:`flow_duration`.
+    SETTLE_RTOL x its initial plateau (the limit's loss floor is exact for GD too: an
+    uncovered point is never fitted) or after :func:`flow_duration`.
     ``process``: the problem's limit process when already computed (:func:`limit_processes`).
     """
-    return simulate_problems(train, [problem], log_lambdas, lr, record_dt, duration, extra_times,
-                             settle_rtol, probes, label,
-                             processes=None if process is None else [process])[0]
+    return simulate_problems(train, [problem], log_lambdas, lr, record_dt, extra_times, probes,
+                             label, processes=None if process is None else [process])[0]
 
 
 def simulate_problems(train: Train, problems: Sequence[dict[str, Any]],
                       log_lambdas: Sequence[float], lr: float, record_dt: float,
-                      duration: float | None = None, extra_times: Sequence[float] = (),
-                      settle_rtol: float = 1e-12, probes: Sequence[str] = ("loss", "log_norm"),
-                      label: str = "", settle: float = 200.0, stop: bool = True,
+                      extra_times: Sequence[float] = (),
+                      probes: Sequence[str] = ("loss", "log_norm"), label: str = "",
+                      settle: float = 200.0, stop: bool = True,
                       processes: Sequence[SaddleProcess] | None = None) -> list[ScaleRuns]:
     """:func:`simulate_scales` for several problems of the same shapes (e.g. different seeds) in
     one batch of len(problems) x len(log_lambdas) runs; one :class:`ScaleRuns` per problem. The
-    default duration is the longest :func:`flow_duration` (with ``settle``) over the problems.
+    duration is the longest :func:`flow_duration` (with ``settle``) over the problems.
     ``stop=False``: no early stop, every run trains for the whole duration (for runs of similar
     lengths this avoids the engine's re-batching of stopped runs, which compiles anew for every
     new batch size). ``processes``: the problems' limit processes when already computed."""
     lls = np.asarray(log_lambdas, dtype=np.float64)
     procs = limit_processes(problems) if processes is None else list(processes)
-    if duration is None:
-        duration = max(flow_duration(p, float(-lls.min()), settle=settle) for p in procs)
+    duration = max(flow_duration(p, float(-lls.min()), settle=settle) for p in procs)
     every = max(1, round(record_dt / lr))
     exps = [tblel_experiment(**pb, log_lambda=float(ll), lr=lr, duration=duration, probes=probes,
-                             stop_loss=(float(p.losses[-1] + settle_rtol * p.losses[0]) if stop
+                             stop_loss=(float(p.losses[-1] + SETTLE_RTOL * p.losses[0]) if stop
                                         else None),
                              record_every=every, record_times=[float(t) * -ll for t in extra_times])
             for pb, p in zip(problems, procs, strict=True) for ll in lls]
