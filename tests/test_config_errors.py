@@ -132,7 +132,7 @@ def test_cli_existing_output_is_left_intact(tmp_path):
 def test_old_keys_are_refused_with_the_new_name(tmp_path, old, new, value):
     with pytest.raises(ConfigError) as err:
         experiment_from_mapping(base(**{f"train__{old}": value}))
-    assert f"  train.{old}: renamed to train.{new} (got {value!r})" in str(err.value).splitlines()
+    assert f"train.{old}: renamed to train.{new} (got {value!r})" in str(err.value).splitlines()
     cfg = tmp_path / "c.toml"
     cfg.write_text('[data]\nkind = "sphere"\nn = 6\nd = 3\n[model]\nwidth = 2\n'
                    f'[init]\nscheme = "dpb"\n[train]\nlr = 0.1\nsteps = 3\n{old} = "{value}"\n')
@@ -149,9 +149,9 @@ BAD = "non-finite"  # placeholder for the value under test
     ({"train__lr": BAD}, "train.lr"),
     ({"train__stop_loss": BAD}, "train.stop_loss"),
     ({"train": {"lr": 0.1, "duration": BAD}}, "train.duration"),
-    ({"init": {"scheme": "balanced", "scale": BAD}}, "init.balanced.scale"),
-    ({"init": {"scheme": "gaussian", "log_scale": BAD}}, "init.gaussian.log_scale"),
-    ({"data": {"kind": "sphere", "n": 4, "d": 2, "radius": [1.0, BAD]}}, "data.sphere.radius.1"),
+    ({"init": {"scheme": "balanced", "scale": BAD}}, "init.scale"),
+    ({"init": {"scheme": "gaussian", "log_scale": BAD}}, "init.log_scale"),
+    ({"data": {"kind": "sphere", "n": 4, "d": 2, "radius": [1.0, BAD]}}, "data.radius.1"),
     ({"record__at_times": [1.0, BAD]}, "record.at_times.1"),
 ])
 def test_non_finite_floats_are_refused(changes, field, bad):
@@ -165,14 +165,14 @@ def test_non_finite_floats_are_refused(changes, field, bad):
 
     with pytest.raises(ConfigError) as err:
         experiment_from_mapping(base(**fill(changes)))
-    assert f"  {field}: Input should be a finite number (got {bad!r})" in str(err.value)
+    assert f"{field}: Input should be a finite number (got {bad!r})" in str(err.value)
 
 
 def test_non_finite_values_from_a_file_and_set(tmp_path):
     cfg = tmp_path / "c.toml"
     cfg.write_text('[data]\nkind = "sphere"\nn = 6\nd = 3\n[model]\nwidth = 2\n'
                    '[init]\nscheme = "balanced"\nscale = inf\n[train]\nlr = 0.1\nsteps = 3\n')
-    with pytest.raises(ConfigError, match=r"init\.balanced\.scale: Input should be a finite"):
+    with pytest.raises(ConfigError, match=r"init\.scale: Input should be a finite"):
         load_experiment(cfg)
     with pytest.raises(ConfigError, match=r"train\.lr: Input should be a finite number \(got nan\)"):
         load_experiment(cfg, ["init.scale=0.1", "train.lr=nan"])

@@ -405,7 +405,7 @@ def test_first_layer_scale_through_a_config():
     # compiled, the two roundings of (G / sqrt d) * 0.01 may fuse into one: equal to 1 ulp
     np.testing.assert_allclose(W2, np.multiply(0.01, W1), rtol=5e-16, atol=0)
     for bad in (0.0, -1.0):
-        with pytest.raises(ConfigError, match=r"init\.dpb\.first_layer_scale"):
+        with pytest.raises(ConfigError, match=r"init\.first_layer_scale: .*got (0|-1)"):
             net0(first_layer_scale=bad)
 
 

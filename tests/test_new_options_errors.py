@@ -112,7 +112,7 @@ def test_reproduce_from_refuses_bad_sources(tmp_path):
     ("n_values=[]", ["n_values"]),
     ("lr=inf", ["lr"]),
     ("nope=1", ["nope", "allowed"]),
-    ("runs", ["key=value"]),
+    ("runs", ["key.path=value", "runs"]),
 ])
 def test_reproduce_refuses_bad_typed_parameters(tmp_path, override, fragments):
     out = tmp_path / "new"

@@ -64,7 +64,8 @@ def test_resume_refuses_a_changed_spec(tmp_path):
 
 def test_bad_grid_point_is_named_before_work(tmp_path):
     bad = dict(SWEEP, grid={"model.width": [3, -1]})
-    with pytest.raises(ConfigError, match=r"grid point 1 \{'model.width': -1\}"):
+    with pytest.raises(ConfigError,
+                       match=r"model.width: .*\(got -1\) \[sweep grid point 1: \{'model.width': -1\}\]"):
         sweep_from_mapping(bad)
 
 

@@ -1,17 +1,37 @@
-"""The command line: ``shallowflow run | sweep | reproduce | plot | demo | list | bench``."""
+"""The command line: ``shallowflow run | sweep | reproduce | plot | demo | list | bench``.
+
+Every command checks what it can before any work and reports a problem a user can cause as one
+line per problem, ``error: <field or file>: <problem> (got <value>); <what is allowed>``, exit
+code 2, no traceback (:mod:`shallowflow.errors`). Results go to stdout, notes, progress and
+errors to stderr. Ctrl-C or SIGTERM stops cleanly (nothing half-written) and says what was
+finished and how to go on; an internal error says it is one and asks for a report.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
 import signal
+import sys
+import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.markup import escape
 
-from shallowflow.progress import console
+from shallowflow.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USER, REPORT, error_lines
+from shallowflow.progress import console, out
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Simulate, measure and predict how one-hidden-layer ReLU networks learn.")
+
+
+class Terminated(BaseException):
+    """SIGTERM (kill, a batch scheduler): unwinds like Ctrl-C, so temporary output is removed."""
+
 
 @app.callback()
 def _main() -> None:
@@ -20,96 +40,171 @@ def _main() -> None:
 
     from shallowflow import enable_float64
 
-    # SIGTERM (kill, a batch scheduler) unwinds like Ctrl-C, so temporary output folders are
-    # removed and nothing half-written is left behind
-    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGTERM, _interrupt(Terminated))
+    signal.signal(signal.SIGINT, _interrupt(KeyboardInterrupt))
+    signal.signal(signal.SIGALRM, _again)
+    sys.unraisablehook = _quiet_interrupts
     enable_float64()  # float64 is the default precision of every run
     matplotlib.use("Agg")  # figures are written to files; no display needed
 
 
-def _terminate(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
+_PENDING: list[type[BaseException]] = []
+RETRY_S = 0.2
+
+
+def _interrupt(exc: type[BaseException]) -> Callable[[int, object], None]:
+    """A signal handler raising ``exc``. Python drops an exception raised where it cannot
+    propagate (e.g. inside a garbage-collector callback of XLA), so the handler also arms a
+    timer that raises it again every RETRY_S seconds until :func:`_guard` has caught it."""
+    def handler(signum: int, frame: object) -> None:
+        _PENDING[:] = [exc]
+        signal.setitimer(signal.ITIMER_REAL, RETRY_S)
+        raise exc
+    return handler
+
+
+def _quiet_interrupts(unraisable: sys.UnraisableHookArgs) -> None:
+    """An interruption that Python had to drop (see :func:`_interrupt`) is not an error to
+    print: it is raised again by the timer."""
+    if not isinstance(unraisable.exc_value, (KeyboardInterrupt, Terminated)):
+        sys.__unraisablehook__(unraisable)
+
+
+def _again(signum: int, frame: object) -> None:
+    if _PENDING:
+        signal.setitimer(signal.ITIMER_REAL, RETRY_S)
+        raise _PENDING[0]
 
 
 SetOption = Annotated[Optional[list[str]],  # noqa: UP045 (typer needs Optional)
                       typer.Option("--set", "-s", help="override a field: key.path=value")]
+ForceOption = Annotated[bool, typer.Option(
+    "--force", help="run even where the memory or disk estimate exceeds what the machine has")]
 
 
-def _fail(err: Exception) -> None:
-    console.print(f"[bold red]error:[/] {err}", highlight=False)
-    raise typer.Exit(2)
+def _fail(err: BaseException) -> None:
+    for line in error_lines(err):
+        console.print(f"[bold red]error:[/] {escape(line)}", highlight=False)
+    raise typer.Exit(EXIT_USER)
 
 
-def _user_errors() -> tuple[type[Exception], ...]:
-    from shallowflow.config import ConfigError
-    from shallowflow.data.validate import DataError
-    from shallowflow.store import OutputExistsError
+def _os_error(err: OSError) -> str:
+    where = err.filename if err.filename is not None else "output"
+    hint = {errno.ENOSPC: "the disk is full; free some space and run again",
+            errno.EACCES: "permission denied; choose a place you can write in",
+            errno.EROFS: "the file system is read-only; choose another place"}.get(
+        err.errno or 0, "")
+    return f"{where}: {err.strerror or err}" + (f"; {hint}" if hint else "")
 
-    return (ConfigError, DataError, OutputExistsError, FileNotFoundError, ValueError)
+
+@contextlib.contextmanager
+def _guard(interrupted: Callable[[], str]) -> Iterator[None]:
+    """Turn what a user can cause into error lines (exit 2), an interruption into a line saying
+    what is done and how to go on (``interrupted()``; exit 130, or 143 for SIGTERM), and
+    anything else into an internal-error report (exit 1)."""
+    from shallowflow.errors import UserError
+
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except (KeyboardInterrupt, Terminated) as err:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        _PENDING.clear()
+        code = 128 + signal.SIGTERM if isinstance(err, Terminated) else EXIT_INTERRUPTED
+        console.print(f"[bold yellow]interrupted:[/] {escape(interrupted())}", highlight=False)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # the output is already cleaned (context managers unwound); leave at once: a normal
+        # interpreter exit can crash while XLA still runs a dispatched computation
+        os._exit(code)
+    except (UserError, ValueError, FileNotFoundError) as err:
+        _fail(err)
+    except OSError as err:
+        _fail(ValueError(_os_error(err)))
+    except Exception:  # an internal error: say so, show where, ask for a report
+        console.print(traceback.format_exc(), highlight=False, markup=False)
+        console.print(f"[bold red]internal error:[/] {REPORT}", highlight=False)
+        raise typer.Exit(EXIT_INTERNAL) from None
+
+
+def _nothing_written(out_dir: Path) -> Callable[[], str]:
+    return lambda: (f"nothing was written to {out_dir} (results are written only when "
+                    "complete); run the same command again to start over")
 
 
 @app.command()
 def run(
     config: Annotated[Path, typer.Argument(help="experiment file (.toml or .yaml)")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="run directory to create")],
+    out_dir: Annotated[Path, typer.Option("--out", "-o", help="run directory to create")],
     set_: SetOption = None,
     overwrite: Annotated[bool, typer.Option(help="replace an existing run directory")] = False,
-    quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
+    quiet: Annotated[bool, typer.Option(help="no progress")] = False,
+    force: ForceOption = False,
 ) -> None:
     """Train an experiment and write its run directory (config, provenance, results.nc, ...)."""
-    try:
+    with _guard(_nothing_written(out_dir)):
         from shallowflow.config import load_experiment
         from shallowflow.runner import run_experiment
 
         exp = load_experiment(config, set_ or [])
-        ds = run_experiment(exp, out, overwrite=overwrite, show_progress=not quiet)
-    except _user_errors() as err:
-        _fail(err)
-        return
+        ds = run_experiment(exp, out_dir, overwrite=overwrite, show_progress=not quiet,
+                            force=force)
     for note in filter(None, ds.attrs.get("notes", "").split("\n")):
-        console.print(f"[cyan]note:[/] {note}", highlight=False)
+        console.print(f"[cyan]note:[/] {escape(note)}", highlight=False)
     if "certificate" in ds.attrs:
-        console.print(ds.attrs["certificate"], highlight=False)
+        out.print(ds.attrs["certificate"], highlight=False)
     loss = ds["loss"].values
-    console.print(
+    out.print(
         f"{exp.name}: {ds.sizes['run']} run(s), {int(ds.step[-1])} steps (flow time "
         f"{float(ds.time[-1]):g}); loss {float(loss[:, 0].mean()):.4g} -> "
         f"{float(loss[:, -1].mean()):.4g} (mean over runs); stopped {int(ds.stopped.sum())}, "
-        f"diverged {int(ds.diverged.sum())}. Written to {out}", highlight=False)
+        f"diverged {int(ds.diverged.sum())}. Written to {out_dir}", highlight=False)
+
+
+def _sweep_state(spec: Path, out_dir: Path, set_: list[str]) -> Callable[[], str]:
+    def state() -> str:
+        import json
+
+        sets = "".join(f" --set {v!r}" for v in set_)
+        command = f"shallowflow sweep {spec} --out {out_dir} --resume{sets}"
+        try:
+            ids = json.loads((out_dir / "plan.json").read_text())["batches"]
+        except (OSError, ValueError, KeyError):
+            return f"nothing was written to {out_dir}; run the same command again"
+        done = sum((out_dir / "batches" / f"{i}.nc").is_file() for i in ids)
+        return (f"{done} of {len(ids)} batches are written in {out_dir}; finish with: {command}")
+    return state
 
 
 @app.command()
 def sweep(
     spec: Annotated[Path, typer.Argument(help="sweep file (.toml or .yaml)")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="sweep folder")],
+    out_dir: Annotated[Path, typer.Option("--out", "-o", help="sweep folder")],
     resume: Annotated[bool, typer.Option(help="continue a sweep folder, skipping done batches")]
     = False,
     executor: Annotated[str, typer.Option(help="local or dask")] = "local",
     address: Annotated[Optional[str], typer.Option(help="dask scheduler address")] = None,  # noqa: UP045
     set_: SetOption = None,
-    quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
+    quiet: Annotated[bool, typer.Option(help="no progress")] = False,
+    force: ForceOption = False,
 ) -> None:
     """Run a grid of experiments in batches of equal shapes; resumable after a crash."""
-    try:
+    with _guard(_sweep_state(spec, out_dir, set_ or [])):
         from shallowflow.sweep import load_sweep, run_sweep
 
-        if executor not in ("local", "dask"):
-            raise ValueError(f"--executor: must be 'local' or 'dask', got {executor!r}")
         sw = load_sweep(spec, set_ or [])
-        table = run_sweep(sw, out, resume=resume, executor=executor,  # type: ignore[arg-type]
-                          address=address, show_progress=not quiet)
-    except _user_errors() as err:
-        _fail(err)
-        return
-    console.print(f"{sw.name}: {len(sw.points)} grid point(s), {len(table)} run(s); "
-                  f"summary in {out / 'summary.parquet'}", highlight=False)
+        table = run_sweep(sw, out_dir, resume=resume, executor=executor, address=address,
+                          show_progress=not quiet, force=force)
+    out.print(f"{sw.name}: {len(sw.points)} grid point(s), {len(table)} run(s); "
+              f"summary in {out_dir / 'summary.parquet'}", highlight=False)
 
 
 @app.command()
 def reproduce(
     name: Annotated[str, typer.Argument(help="reproduction name (see `shallowflow list`), or 'all'")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="folder to create (one subfolder per "
-                                                          "reproduction with 'all')")],
+    out_dir: Annotated[Path, typer.Option("--out", "-o", help="folder to create (one subfolder "
+                                                              "per reproduction with 'all')")],
     preset: Annotated[str, typer.Option(help="quick (minutes on 2 cores) or paper (paper sizes)")]
     = "quick",
     from_: Annotated[Optional[Path], typer.Option(  # noqa: UP045
@@ -117,11 +212,18 @@ def reproduce(
     = None,
     set_: SetOption = None,
     overwrite: Annotated[bool, typer.Option(help="replace an existing folder")] = False,
-    quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
+    quiet: Annotated[bool, typer.Option(help="no progress")] = False,
+    force: ForceOption = False,
 ) -> None:
     """Run a paper experiment: figures, claims.json (verdict per claim) and report.md; with
     --from, re-judge and redraw a saved one in seconds."""
-    try:
+    finished: list[str] = []
+
+    def state() -> str:
+        done = f"finished: {', '.join(finished)}; " if finished else ""
+        return done + _nothing_written(out_dir)().replace(str(out_dir), "the unfinished folder")
+
+    with _guard(state):
         from shallowflow.reproductions import catalogue, rejudge, run_reproduction
 
         if from_ is not None and (name == "all" or set_):
@@ -129,19 +231,20 @@ def reproduce(
                              "NAME and no --set")
         names = list(catalogue()) if name == "all" else [name]
         for item in names:
-            folder = out / item if name == "all" else out
+            folder = out_dir / item if name == "all" else out_dir
             if from_ is not None:
                 console.print(f"[bold]{item}[/] (re-judged from {from_})", highlight=False)
                 _, claims = rejudge(item, from_, folder, overwrite=overwrite)
             else:
                 console.print(f"[bold]{item}[/] (preset {preset})", highlight=False)
                 _, claims = run_reproduction(item, folder, preset, set_ or [],
-                                             overwrite=overwrite, show_progress=not quiet)
+                                             overwrite=overwrite, show_progress=not quiet,
+                                             force=force)
+            out.print(f"{item}:", highlight=False)
             for c in claims:
-                console.print(f"  {c.verdict:15s} {c.id}: measured {c.measured}", highlight=False)
-            console.print(f"  report: {folder / 'report.md'}", highlight=False)
-    except _user_errors() as err:
-        _fail(err)
+                out.print(f"  {c.verdict:15s} {c.id}: measured {c.measured}", highlight=False)
+            out.print(f"  report: {folder / 'report.md'}", highlight=False)
+            finished.append(str(folder))
 
 
 @app.command()
@@ -149,40 +252,41 @@ def plot(
     run_dir: Annotated[Path, typer.Argument(help="a run directory")],
     probes: Annotated[str, typer.Option(help="comma-separated probe names")]
     = "loss,pl_curvature,balance_drift",
-    out: Annotated[Optional[Path], typer.Option(help="PNG file (default RUN_DIR/probes.png)")]  # noqa: UP045
-    = None,
+    target: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--out", help="PNG file (default RUN_DIR/probes.png)")] = None,
 ) -> None:
     """Draw recorded probes of a run directory against flow time."""
-    try:
+    with _guard(lambda: "no figure was written"):
         from shallowflow.plots import plot_probes
-        from shallowflow.store import load_run
+        from shallowflow.store import atomic_file, load_run
 
         ds = load_run(run_dir)
         fig = plot_probes(ds, [p.strip() for p in probes.split(",") if p.strip()])
-        target = out or run_dir / "probes.png"
-        fig.savefig(target, dpi=120)
-    except _user_errors() as err:
-        _fail(err)
-        return
-    console.print(f"figure written to {target}", highlight=False)
+        target = target or run_dir / "probes.png"
+        if target.suffix.lower() != ".png":
+            raise ValueError(f"--out: must name a .png file, got {str(target)!r}")
+        if target.is_dir():
+            raise ValueError(f"--out: {str(target)!r} is a folder; give a .png file name")
+        if not target.parent.is_dir():
+            raise ValueError(f"--out: the folder of {str(target)!r} does not exist")
+        with atomic_file(target) as tmp:
+            fig.savefig(tmp, dpi=120, format="png")
+    out.print(f"figure written to {target}", highlight=False)
 
 
 @app.command()
 def demo(
-    out: Annotated[Path, typer.Option("--out", "-o")] = Path("runs/demo"),
+    out_dir: Annotated[Path, typer.Option("--out", "-o")] = Path("runs/demo"),
     overwrite: Annotated[bool, typer.Option(help="replace an existing folder")] = False,
-    quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
+    quiet: Annotated[bool, typer.Option(help="no progress")] = False,
 ) -> None:
     """The main demo: local PL curvature on orthogonal data, from order 1/n to 1/sqrt(n)."""
-    try:
+    with _guard(_nothing_written(out_dir)):
         from shallowflow.demo import run_demo
 
-        summary = run_demo(out, overwrite=overwrite, show_progress=not quiet)
-    except _user_errors() as err:
-        _fail(err)
-        return
-    console.print(summary, highlight=False)
-    console.print(f"Figure and data in {out}/", highlight=False)
+        summary = run_demo(out_dir, overwrite=overwrite, show_progress=not quiet)
+    out.print(summary, highlight=False)
+    out.print(f"Figure and data in {out_dir}/", highlight=False)
 
 
 @app.command(name="list")
@@ -195,22 +299,22 @@ def list_() -> None:
     from shallowflow.probes import PROBES
 
     for title, registry in (("data kinds", DATA_KINDS), ("init schemes", INIT_SCHEMES)):
-        console.print(f"[bold]{title}:[/]")
+        out.print(f"[bold]{title}:[/]")
         for name, spec in registry.items():
             doc = (inspect.getdoc(spec) or "").split("\n")[0]
-            console.print(f"  {name:14s} {doc}", highlight=False)
-    console.print("[bold]losses:[/] " + ", ".join(LOSS_NAMES))
-    console.print("[bold]probes:[/]")
+            out.print(f"  {name:14s} {doc}", highlight=False)
+    out.print("[bold]losses:[/] " + ", ".join(LOSS_NAMES))
+    out.print("[bold]probes:[/]")
     for p in PROBES.values():
-        console.print(f"  {p.name:14s} {p.description}", highlight=False)
+        out.print(f"  {p.name:14s} {p.description}", highlight=False)
     from shallowflow.reproductions import catalogue
 
-    console.print("[bold]reproductions:[/] (shallowflow reproduce NAME --preset quick|paper)")
+    out.print("[bold]reproductions:[/] (shallowflow reproduce NAME --preset quick|paper)")
     for rep in catalogue().values():
-        console.print(f"  {rep.name:16s} {rep.title}", highlight=False)
+        out.print(f"  {rep.name:16s} {rep.title}", highlight=False)
     examples = Path.cwd() / "examples"
     if examples.is_dir():
-        console.print("[bold]examples:[/] " + ", ".join(sorted(f.name for f in
+        out.print("[bold]examples:[/] " + ", ".join(sorted(f.name for f in
                                                               examples.glob("*.toml"))))
 
 
@@ -234,6 +338,10 @@ def bench_(
         bench(names, list_only, out, max_wait, quick, echo=typer.echo)
     except ValueError as err:
         _fail(err)
+    except KeyboardInterrupt:
+        console.print("[bold yellow]interrupted:[/] the benchmarks finished so far are in their "
+                      "JSON files", highlight=False)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
 if __name__ == "__main__":  # pragma: no cover

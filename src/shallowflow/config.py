@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import sys
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, get_args
@@ -39,6 +40,7 @@ from pydantic import (
 
 from shallowflow import data as datagen
 from shallowflow import init as inits
+from shallowflow.errors import UserError
 from shallowflow.network import Network
 from shallowflow.probes import DEFAULT_PROBES, PROBES
 
@@ -72,8 +74,13 @@ FloatArray = Annotated[Any, BeforeValidator(_float_array), PlainSerializer(_as_l
 nested lists, an identity as a hash (:data:`DIGEST`)."""
 
 
-class ConfigError(ValueError):
-    """An invalid configuration; the message lists every problem as ``field: problem (got ...)``."""
+MAX_SEED = 2**63 - 1
+"""Seeds are stored as int64 and become JAX keys: 0 <= seed <= 2^63 - 1."""
+
+
+class ConfigError(UserError):
+    """An invalid configuration; the message lists every problem as ``field: problem (got ...)``,
+    one per line."""
 
 
 class _Strict(BaseModel):
@@ -116,9 +123,12 @@ class _DataBase(_Strict):
     """True: a fixed data set, the same for every run (not generated from the run's key)."""
     orthogonal_rows: ClassVar[bool] = False
     """True: the inputs are orthogonal by construction (activity mask, span, group init)."""
+    sign_labels: ClassVar[bool] = False
+    """True: every label is +1 or -1 by construction (classification losses need it)."""
 
     per_run: bool = Field(False, description="draw a fresh dataset for every run")
-    seed: int | None = Field(None, description="data seed (default: the experiment seed)")
+    seed: int | None = Field(None, ge=0, le=MAX_SEED,
+                             description="data seed (default: the experiment seed)")
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -244,6 +254,7 @@ class StewartData(_DataBase):
 class TwoPointData(_DataBase):
     """MMV A.2/A.3 (docs/math.md §4.3): x1 = (1, 0), x2 = (sin angle, cos angle), labels +1."""
 
+    sign_labels: ClassVar[bool] = True
     kind: Literal["two_point"]
     angle: float = Field(0.1, gt=0, le=math.pi)
 
@@ -277,6 +288,10 @@ class _GivenData(_DataBase):
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """(X (n, d), y (n,)) as float64 numpy arrays."""
         raise NotImplementedError
+
+    @property
+    def sign_labels(self) -> bool:  # type: ignore[override]
+        return bool(np.all(np.abs(self.arrays()[1]) == 1.0))
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -483,19 +498,19 @@ class GivenInit(_Scaled):
 
 
 def load_given(path: str) -> tuple[np.ndarray, np.ndarray]:
-    """(a, W) from a .npz file, validated: finite, a (p,), W (p, d)."""
+    """(a, W) from a .npz file, validated: real, finite, a (p,), W (p, d)."""
     file = Path(path)
-    if not file.is_file() or file.suffix != ".npz":
+    if file.suffix.lower() != ".npz" or not file.is_file():
         raise ValueError(f"init.path: need an existing .npz file with arrays a and W, got {path!r}")
-    with np.load(file, allow_pickle=False) as z:
-        if not {"a", "W"} <= set(z.files):
-            raise ValueError(f"init.path: {file.name} must hold arrays 'a' and 'W', has {z.files}")
-        a, W = np.asarray(z["a"], float), np.asarray(z["W"], float)
+    a, W = datagen.load_npz(file, "init.path", ("a", "W"))
     return check_given(a, W, f"init.path ({file.name})")
 
 
 def check_given(a: np.ndarray, W: np.ndarray, source: str) -> tuple[np.ndarray, np.ndarray]:
-    """(a, W) validated: finite, a (p,), W (p, d)."""
+    """(a, W) validated: real, finite, a (p,), W (p, d); returned as float64."""
+    for name, arr in (("a", a), ("W", W)):
+        datagen.check_real(np.asarray(arr), source, name)
+    a, W = np.asarray(a, np.float64), np.asarray(W, np.float64)
     if a.ndim != 1 or W.ndim != 2 or W.shape[0] != a.shape[0]:
         raise ValueError(f"{source}: need a (p,) and W (p, d), got {a.shape} and {W.shape}")
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(W))):
@@ -614,6 +629,9 @@ class TrainSpec(_Strict):
         return math.ceil(self.duration / self.lr - 1e-9)  # type: ignore[operator]
 
 
+CLASSIFICATION_LOSSES = ("exponential", "logistic")
+"""Losses of a margin y h(x): their labels must be +1 or -1 (docs/math.md §4.1)."""
+
 RENAMED = {"train.engine": "train.parametrisation", "train.reduce": "train.span"}
 """Old keys and their new names: an old key is refused with a message naming the new one."""
 
@@ -647,7 +665,7 @@ class Experiment(_Strict):
     """A batch of ``runs`` independent networks; run r draws its keys from (seed, r)."""
 
     name: str = "experiment"
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=MAX_SEED)
     runs: int = Field(1, gt=0)
     data: DataSpec
     model: ModelSpec
@@ -667,6 +685,11 @@ class Experiment(_Strict):
                                              or not isinstance(self.init, BalancedInit)):
             raise ValueError("train.balance: 'tied' needs init.scheme 'balanced' and the "
                              "log-norm parametrisation")
+        if self.train.loss in CLASSIFICATION_LOSSES and not self.data.sign_labels:
+            raise ValueError(
+                f"train.loss: {self.train.loss!r} needs labels +1 or -1, but data.kind "
+                f"{getattr(self.data, 'kind', '?')!r} has other label values; allowed: a "
+                "square loss ('square', 'mse') for real labels, or data with labels +-1")
         self.init.check(self.model, self.data, self.input_dim)
         return self
 
@@ -728,39 +751,80 @@ class Experiment(_Strict):
 
 
 # ---------------------------------------------------------------------------------- load / dump
+_UNION_MEMBER = re.compile(r"^(float|int|str|bool|none|[a-z-]+\[.*\])$")
+
+
+def _where(loc: tuple[Any, ...]) -> tuple[str, str]:
+    """(field path, context) of a pydantic error location: the tag of a data kind or init
+    scheme (``init.dpb.scale``) becomes context, a union member's type name is dropped."""
+    parts = [str(x) for x in loc]
+    context = ""
+    if len(parts) > 1 and parts[0] in ("data", "init"):
+        registry = DATA_KINDS if parts[0] == "data" else INIT_SCHEMES
+        if parts[1] in registry:
+            context = f" for {parts[0]}.{'kind' if parts[0] == 'data' else 'scheme'} {parts[1]!r}"
+            del parts[1]
+    while parts and _UNION_MEMBER.match(parts[-1]):
+        parts.pop()
+    return ".".join(parts), context
+
+
 def format_validation_error(err: ValidationError) -> str:
-    """One line per problem: ``field.path: message (got value)``; an old key (:data:`RENAMED`)
-    is named with its new name."""
-    lines = []
+    """One line per field: ``field.path: message (got value)``; an old key (:data:`RENAMED`)
+    is named with its new name; the messages of a union's members are joined with "or"."""
+    problems: dict[str, tuple[list[str], str]] = {}
     for e in err.errors():
-        loc = ".".join(str(x) for x in e["loc"])
+        loc, context = _where(e["loc"])
         msg = e["msg"].removeprefix("Value error, ")
-        got = e.get("input")
-        shown = "" if isinstance(got, dict) or got is None else f" (got {got!r})"
         if e["type"] == "extra_forbidden":
             msg = (f"renamed to {RENAMED[loc]}" if loc in RENAMED
-                   else "unknown field (not allowed here; check the spelling)")
-        lines.append(f"  {loc}: {msg}{shown}" if loc else f"  {msg}{shown}")
-    return "invalid configuration:\n" + "\n".join(lines)
+                   else f"unknown field{context} (not allowed here; check the spelling)")
+        got = e.get("input")
+        shown = "" if isinstance(got, dict) or got is None else f" (got {got!r})"
+        msgs, _ = problems.setdefault(loc, ([], shown))
+        if msg not in msgs:
+            msgs.append(msg)
+    lines = []
+    for loc, (msgs, shown) in problems.items():
+        text = msgs[0] + "".join(" or " + m.removeprefix("Input should be ") for m in msgs[1:])
+        head = re.match(r"^([A-Za-z_][\w./]*)(?: \(.*?\))?: ", text)
+        if not loc or (head and head.group(1).startswith(loc)):
+            lines.append(f"{text}{shown}")  # the message names its field
+        elif head:  # a model's validator names a field of that model
+            lines.append(f"{loc}.{text}{shown}")
+        else:
+            lines.append(f"{loc}: {text}{shown}")
+    return "\n".join(lines)
 
 
-def read_mapping(path: str | Path) -> dict[str, Any]:
-    """Read a TOML (.toml) or YAML (.yaml/.yml) file into a dict."""
+def read_mapping(path: str | Path, field: str = "config") -> dict[str, Any]:
+    """Read a TOML (.toml) or YAML (.yaml/.yml) file into a dict; ``field`` names the file in
+    errors."""
     path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"{field}: {str(path)!r} is a folder; give a .toml or .yaml file")
     if not path.is_file():
-        raise ConfigError(f"config: no such file: {str(path)!r}")
+        raise ConfigError(f"{field}: no such file: {str(path)!r}")
     suffix = path.suffix.lower()
+    if suffix not in (".toml", ".yaml", ".yml"):
+        raise ConfigError(f"{field}: unsupported file type {suffix!r} ({path.name}); allowed: "
+                          ".toml, .yaml, .yml")
     try:
-        if suffix == ".toml":
-            return tomllib.loads(path.read_text())
-        if suffix in (".yaml", ".yml"):
-            data = yaml.safe_load(path.read_text())
-            if not isinstance(data, dict):
-                raise ConfigError(f"config: {path.name} must hold a mapping at top level")
-            return data
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{field}: {path.name} is not a text file (not UTF-8); give a .toml "
+                          "or .yaml file") from None
+    except OSError as err:
+        raise ConfigError(f"{field}: cannot read {str(path)!r}: {err.strerror}") from None
+    try:
+        data = tomllib.loads(text) if suffix == ".toml" else yaml.safe_load(text)
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as err:
-        raise ConfigError(f"config: cannot parse {path.name}: {err}") from err
-    raise ConfigError(f"config: unsupported file type {suffix!r}; allowed: .toml, .yaml, .yml")
+        detail = " ".join(str(err).split())
+        raise ConfigError(f"{field}: cannot parse {path.name}: {detail}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{field}: {path.name} must hold a mapping (key = value) at top level, "
+                          f"got {type(data).__name__}")
+    return data
 
 
 def parse_value(text: str) -> Any:
@@ -771,21 +835,30 @@ def parse_value(text: str) -> Any:
         return text
 
 
+def split_override(item: str) -> tuple[list[str], Any]:
+    """``key.path=value`` as (key parts, parsed value); refuses a missing ``=`` or key."""
+    if "=" not in item:
+        raise ConfigError(f"--set: expected key.path=value, got {item!r}")
+    key, _, raw = item.partition("=")
+    parts = key.strip().split(".")
+    if not all(p.strip() for p in parts):
+        raise ConfigError(f"--set: {item!r} names no field; expected key.path=value "
+                          "(e.g. train.lr=0.1)")
+    return [p.strip() for p in parts], parse_value(raw.strip())
+
+
 def apply_overrides(mapping: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
     """Apply ``key.path=value`` overrides to a nested dict (a new dict is returned)."""
     result = json.loads(json.dumps(mapping))
     for item in overrides:
-        if "=" not in item:
-            raise ConfigError(f"--set: expected key=value, got {item!r}")
-        key, _, raw = item.partition("=")
-        parts = key.strip().split(".")
+        parts, value = split_override(item)
         node = result
         for part in parts[:-1]:
             child = node.setdefault(part, {})
             if not isinstance(child, dict):
-                raise ConfigError(f"--set: {key!r}: {part!r} is not a table")
+                raise ConfigError(f"--set: {'.'.join(parts)!r}: {part!r} is not a table")
             node = child
-        node[parts[-1]] = parse_value(raw.strip())
+        node[parts[-1]] = value
     return result
 
 

@@ -23,6 +23,7 @@ import xarray as xr
 
 from shallowflow.config import Experiment, experiment_from_mapping
 from shallowflow.fits import loglog_slope
+from shallowflow.preflight import estimate
 from shallowflow.store import atomic_dir, check_output_dir, provenance, write_netcdf
 from shallowflow.theory.good_init import neurons_for  # p(n, eps), docs/math.md §1.4(5)
 from shallowflow.theory.training_budget import budget, threshold  # docs/math.md §1.4(12)
@@ -133,10 +134,10 @@ def run_demo(out: str | Path = "runs/demo", sizes: Sequence[int] = DEMO_SIZES,
              runs: int = DEMO_RUNS, overwrite: bool = False, show_progress: bool = True) -> str:
     """Train the demo, write its folder (figure, per-n results, summary) and return the summary.
     An existing ``out`` is refused before any work unless ``overwrite``."""
-    check_output_dir(out, overwrite)
     sizes = list(sizes)
-    trained = train([demo_experiment(n, runs) for n in sizes], label="demo",
-                    show_progress=show_progress)
+    exps = [demo_experiment(n, runs) for n in sizes]
+    check_output_dir(out, overwrite, estimate([(e, e.runs) for e in exps]).disk)
+    trained = train(exps, label="demo", show_progress=show_progress)
     results = dict(zip(sizes, trained, strict=True))
     m = measure(results)
     summary = demo_summary(sizes, runs, m)

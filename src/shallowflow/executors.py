@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
-from rich.progress import Progress
+from shallowflow.errors import UserError
+from shallowflow.progress import Bar
 
 B = TypeVar("B")
 R = TypeVar("R")
@@ -28,8 +29,13 @@ class Executor(Protocol):
 
     name: str
 
+    def check(self) -> None:
+        """Raise a :class:`~shallowflow.errors.UserError` if the executor cannot work (e.g. its
+        cluster is unreachable); called before any output is written."""
+        ...
+
     def run(self, task: Callable[[B, StepCallback | None], R], batches: Sequence[B],
-            bar: Progress, describe: Callable[[B], str]) -> Iterator[tuple[B, R]]: ...
+            bar: Bar, describe: Callable[[B], str]) -> Iterator[tuple[B, R]]: ...
 
 
 class LocalExecutor:
@@ -37,8 +43,11 @@ class LocalExecutor:
 
     name = "local"
 
+    def check(self) -> None:
+        """Always usable."""
+
     def run(self, task: Callable[[B, StepCallback | None], R], batches: Sequence[B],
-            bar: Progress, describe: Callable[[B], str]) -> Iterator[tuple[B, R]]:
+            bar: Bar, describe: Callable[[B], str]) -> Iterator[tuple[B, R]]:
         for batch in batches:
             inner = bar.add_task(describe(batch), total=None)
             result = task(batch, lambda d, t, inner=inner: bar.update(inner, completed=d, total=t))
@@ -52,11 +61,31 @@ class DaskExecutor:
 
     name = "dask"
 
-    def __init__(self, address: str | None = None) -> None:
+    def __init__(self, address: str | None = None, timeout: float = 10.0) -> None:
         self.address = address
+        self.timeout = timeout
+
+    def check(self) -> None:
+        """dask.distributed is installed and, with an address, a Dask scheduler answers there
+        within ``timeout`` seconds (whatever fails, e.g. a port that speaks another protocol,
+        becomes one error line naming the address)."""
+        try:
+            from dask.distributed import Client
+        except ImportError:  # pragma: no cover
+            raise UserError("--executor: 'dask' needs `pip install shallowflow[dask]`") from None
+        if self.address is None:
+            return
+        try:
+            client = Client(self.address, timeout=self.timeout, set_as_default=False)
+        except Exception as err:  # any failure to connect is the address's
+            detail = " ".join(f"{type(err).__name__}: {err}".split())[:200]
+            raise UserError(f"--address: no Dask scheduler answered at {self.address!r} within "
+                            f"{self.timeout:g} s ({detail}); allowed: the address of a running "
+                            "scheduler, e.g. tcp://127.0.0.1:8786") from None
+        client.close()
 
     def run(self, task: Callable[[B, StepCallback | None], R], batches: Sequence[B],
-            bar: Progress, describe: Callable[[B], str]) -> Iterator[tuple[B, R]]:
+            bar: Bar, describe: Callable[[B], str]) -> Iterator[tuple[B, R]]:
         try:
             from dask.distributed import Client, LocalCluster, as_completed
         except ImportError as err:  # pragma: no cover
@@ -84,9 +113,10 @@ EXECUTORS: dict[str, Callable[..., Any]] = {"local": LocalExecutor, "dask": Dask
 def make_executor(name: str = "local", address: str | None = None) -> Executor:
     """The executor called ``name`` (see :data:`EXECUTORS`); ``address`` is for cluster ones."""
     if name not in EXECUTORS:
-        raise ValueError(f"--executor: must be one of {', '.join(EXECUTORS)}, got {name!r}")
+        raise UserError(f"--executor: must be one of {', '.join(EXECUTORS)}, got {name!r}")
     if name == "local":
         if address is not None:
-            raise ValueError("--address: only for a cluster executor (e.g. dask)")
+            raise UserError(f"--address: only for a cluster executor (e.g. dask), not for "
+                            f"--executor local (got {address!r})")
         return LocalExecutor()
     return EXECUTORS[name](address)

@@ -1,10 +1,19 @@
-"""Progress bars (rich) for long runs: one task per batch, advanced by the engine's callback."""
+"""Progress for long runs, on stderr: a live bar on a terminal, plain lines elsewhere.
+
+Results go to standard output (:data:`out`), diagnostics, notes, errors and progress to standard
+error (:data:`console`); neither wraps long lines (paths stay whole in logs). When stderr is not a
+terminal (a log file, a batch scheduler) progress is a line every :data:`LINE_INTERVAL` seconds
+with the counts, the elapsed time and an ETA, plus one at the start and one at the end.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import sys
+import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
 from rich.console import Console
 from rich.progress import (
@@ -16,14 +25,100 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True)
+LINE_INTERVAL = 5.0
 
 
-def make_progress(enabled: bool = True) -> Progress:
+def _clock(seconds: float) -> str:
+    seconds = round(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+@dataclass
+class _Task:
+    description: str
+    total: float | None
+    completed: float
+    start: float
+
+
+class LineProgress:
+    """The subset of :class:`rich.progress.Progress` the package uses (``add_task``, ``update``,
+    ``advance``, ``remove_task``), written as plain lines to stderr: one when the first task
+    starts, then at most one every ``interval`` seconds, and one at the end."""
+
+    def __init__(self, enabled: bool = True, interval: float = LINE_INTERVAL,
+                 write: Callable[[str], None] | None = None) -> None:
+        self.enabled, self.interval = enabled, interval
+        self.tasks: dict[int, _Task] = {}
+        self._next_id, self._last = 0, -float("inf")
+        self._write = write or (lambda line: print(line, file=sys.stderr, flush=True))
+
+    def __enter__(self) -> LineProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.tasks:
+            self._emit(force=True)
+
+    def add_task(self, description: str, total: float | None = None, completed: float = 0,
+                 **_: Any) -> int:
+        tid, self._next_id = self._next_id, self._next_id + 1
+        self.tasks[tid] = _Task(description, total, completed, time.monotonic())
+        self._emit(force=len(self.tasks) == 1)
+        return tid
+
+    def update(self, task_id: int, completed: float | None = None, total: float | None = None,
+               **_: Any) -> None:
+        task = self.tasks[task_id]
+        if completed is not None:
+            task.completed = completed
+        if total is not None:
+            task.total = total
+        self._emit()
+
+    def advance(self, task_id: int, advance: float = 1) -> None:
+        self.update(task_id, completed=self.tasks[task_id].completed + advance)
+
+    def remove_task(self, task_id: int) -> None:
+        self.tasks.pop(task_id, None)
+
+    def line(self) -> str:
+        """The current state: every task with its counts, elapsed time and ETA."""
+        now, parts = time.monotonic(), []
+        for task in self.tasks.values():
+            text = f"{task.description.strip()}: {task.completed:g}"
+            if task.total:
+                frac = task.completed / task.total
+                text += f"/{task.total:g} ({100 * frac:.0f}%)"
+                elapsed = now - task.start
+                if 0 < frac < 1:
+                    text += f", elapsed {_clock(elapsed)}, ETA {_clock(elapsed * (1 - frac) / frac)}"
+                else:
+                    text += f", elapsed {_clock(elapsed)}"
+            parts.append(text)
+        return time.strftime("%H:%M:%S") + " " + " | ".join(parts)
+
+    def _emit(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if self.enabled and (force or now - self._last >= self.interval):
+            self._last = now
+            self._write(self.line())
+
+
+Bar = Progress | LineProgress
+"""What executors draw on: a rich bar or plain lines."""
+
+
+def make_progress(enabled: bool = True) -> Bar:
+    """A live bar on a terminal, :class:`LineProgress` otherwise (``enabled=False``: silent)."""
+    if not sys.stderr.isatty():
+        return LineProgress(enabled)
     return Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
         TimeElapsedColumn(), TimeRemainingColumn(), console=console,
-        disable=not enabled or not sys.stderr.isatty(), transient=False,
+        disable=not enabled, transient=False,
     )
 
 

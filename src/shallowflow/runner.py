@@ -8,6 +8,7 @@ from pathlib import Path
 import xarray as xr
 
 from shallowflow.config import Experiment, dump_toml
+from shallowflow.preflight import check_memory, estimate
 from shallowflow.store import atomic_dir, check_output_dir, provenance, write_run
 from shallowflow.training import train
 
@@ -15,14 +16,19 @@ DATA_VARS = ("X", "y")
 
 
 def run_experiment(exp: Experiment, out: str | Path, overwrite: bool = False,
-                   runs: Sequence[int] | None = None, show_progress: bool = True) -> xr.Dataset:
+                   runs: Sequence[int] | None = None, show_progress: bool = True,
+                   force: bool = False) -> xr.Dataset:
     """Train ``exp`` and write its run directory to ``out`` (atomically). Returns the results.
 
-    The output folder is checked before any work; a failure leaves it absent (or, with
-    ``overwrite``, untouched).
+    The output location (writable, free space for the estimated results) and the memory are
+    checked before any work (``force``: run despite the estimates); a failure leaves ``out``
+    absent (or, with ``overwrite``, untouched).
     """
-    check_output_dir(out, overwrite)
-    (ds,) = train(exp, label=exp.name, show_progress=show_progress, keep_data=True, runs=runs)
+    need = estimate([(exp, exp.runs if runs is None else len(runs))])
+    check_memory(need, force)
+    check_output_dir(out, overwrite, need.disk, force)
+    (ds,) = train(exp, label=exp.name, show_progress=show_progress, keep_data=True, runs=runs,
+                  force=force)
     data, ds = ds[list(DATA_VARS)], ds.drop_vars(DATA_VARS)
     with atomic_dir(out, overwrite) as folder:
         write_run(folder, ds, data, dump_toml(exp.model_dump(mode="json")),

@@ -19,6 +19,7 @@ killed at any moment and resumed yields exactly the results of an uninterrupted 
 from __future__ import annotations
 
 import functools
+import hashlib
 import itertools
 import json
 from collections.abc import Callable
@@ -32,6 +33,7 @@ import xarray as xr
 
 from shallowflow import training
 from shallowflow.config import (
+    DIGEST,
     ConfigError,
     Experiment,
     apply_overrides,
@@ -41,7 +43,17 @@ from shallowflow.config import (
 )
 from shallowflow.executors import StepCallback, make_executor
 from shallowflow.experiment import RunRef
-from shallowflow.store import atomic_file, provenance, read_netcdf, write_netcdf, write_text
+from shallowflow.preflight import check_memory, estimate
+from shallowflow.store import (
+    ENGINE,
+    atomic_file,
+    check_output_dir,
+    clean_stale,
+    provenance,
+    read_netcdf,
+    write_netcdf,
+    write_text,
+)
 from shallowflow.training import Batch
 
 
@@ -76,23 +88,33 @@ def _set_path(mapping: dict[str, Any], dotted: str, value: Any) -> dict[str, Any
 
 def sweep_from_mapping(mapping: dict[str, Any], root: Path | None = None,
                        overrides: list[str] | None = None) -> Sweep:
-    """Validate a sweep mapping: base experiment, grid and every grid point."""
+    """Validate a sweep mapping: base experiment (with ``overrides``), grid and every point."""
     allowed = {"name", "base", "grid", "max_batch"}
     extra = set(mapping) - allowed
     if extra:
         raise ConfigError(f"sweep: unknown field(s) {sorted(extra)}; allowed: {sorted(allowed)}")
     base = mapping.get("base")
     if isinstance(base, str):
-        base = read_mapping((root or Path.cwd()) / base)
+        base = read_mapping((root or Path.cwd()) / base, "sweep.base")
     if not isinstance(base, dict):
-        raise ConfigError("sweep.base: must be a file name or an inline table")
+        raise ConfigError(f"sweep.base: must be a file name or an inline table, got {base!r}")
     base = apply_overrides(base, overrides or [])
     grid = mapping.get("grid", {})
-    if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
-        raise ConfigError("sweep.grid: must map dotted keys to non-empty lists of values")
+    if not isinstance(grid, dict):
+        raise ConfigError(f"sweep.grid: must be a table of dotted keys, got {grid!r}")
+    for key, values in grid.items():
+        if not isinstance(values, list) or not values:
+            raise ConfigError(f"sweep.grid.{key}: must be a non-empty list of values, got "
+                              f"{values!r}")
     max_batch = mapping.get("max_batch", 256)
-    if not isinstance(max_batch, int) or max_batch < 1:
+    if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
         raise ConfigError(f"sweep.max_batch: must be an integer >= 1, got {max_batch!r}")
+    if overrides:  # a bad --set is the user's override, not a grid point's
+        try:
+            experiment_from_mapping(base)
+        except ConfigError as err:
+            if not any(str(err).startswith(k) for k in grid):
+                raise ConfigError(f"{err} [the base experiment with --set]") from None
     points = []
     keys = list(grid)
     for pid, combo in enumerate(itertools.product(*(grid[k] for k in keys))):
@@ -103,14 +125,16 @@ def sweep_from_mapping(mapping: dict[str, Any], root: Path | None = None,
         try:
             exp = experiment_from_mapping(m)
         except ConfigError as err:
-            raise ConfigError(f"sweep grid point {pid} {values}: {err}") from None
+            lines = str(err).splitlines()
+            raise ConfigError("\n".join(f"{line} [sweep grid point {pid}: {values}]"
+                                         for line in lines)) from None
         points.append(Point(pid, values, exp))
     return Sweep(str(mapping.get("name", "sweep")), points, max_batch, grid)
 
 
 def load_sweep(path: str | Path, overrides: list[str] | None = None) -> Sweep:
     path = Path(path)
-    return sweep_from_mapping(read_mapping(path), path.parent, overrides)
+    return sweep_from_mapping(read_mapping(path, "sweep"), path.parent, overrides)
 
 
 def plan(sweep: Sweep) -> list[Batch]:
@@ -131,6 +155,23 @@ def write_batch(out: Path, batch: Batch, progress: StepCallback | None = None) -
     return batch.id
 
 
+def input_files(sweep: Sweep) -> dict[str, str]:
+    """The files the sweep's specs read (every field called ``path``: data files, given
+    initial networks), each with the SHA-256 of its content."""
+    paths: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "path" and isinstance(value, str):
+                    paths.add(value)
+                walk(value)
+
+    for p in sweep.points:
+        walk(p.experiment.model_dump(mode="json", context=DIGEST))
+    return {path: hashlib.sha256(Path(path).read_bytes()).hexdigest() for path in sorted(paths)}
+
+
 def _plan_record(sweep: Sweep, batches: list[Batch]) -> dict[str, Any]:
     return {
         "name": sweep.name,
@@ -138,34 +179,75 @@ def _plan_record(sweep: Sweep, batches: list[Batch]) -> dict[str, Any]:
         "points": [{"id": p.id, "values": p.values,
                     "experiment": p.experiment.model_dump(mode="json")} for p in sweep.points],
         "batches": [b.id for b in batches],
+        "inputs": input_files(sweep),
     }
+
+
+def _check_resumable(out: Path, record: dict[str, Any]) -> None:
+    """Refuse to resume a folder that is not this sweep's: no plan, another spec, an input file
+    whose content changed, or a damaged batch file (named, to be deleted)."""
+    plan_file = out / "plan.json"
+    if not plan_file.is_file():
+        raise ConfigError(f"out: {str(out)!r} is not a sweep folder (no plan.json)")
+    try:
+        saved = json.loads(plan_file.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ConfigError(f"out: {plan_file} is damaged ({err}); start a new sweep folder") \
+            from None
+    current = json.loads(json.dumps(record))
+    old_inputs, new_inputs = saved.pop("inputs", None), current.pop("inputs")
+    if saved != current:
+        raise ConfigError(f"out: the sweep in {str(out)!r} was planned from a different spec; "
+                          "resume needs the same sweep file and --set values")
+    for path, digest in new_inputs.items():
+        if old_inputs is not None and old_inputs.get(path) != digest:
+            raise ConfigError(f"{path}: the file changed since the sweep in {str(out)!r} was "
+                              "planned (its SHA-256 differs); restore it, or run the changed "
+                              "data into a new sweep folder")
+    for batch_id in current["batches"]:
+        path = out / "batches" / f"{batch_id}.nc"
+        if path.is_file():
+            try:
+                xr.open_dataset(path, engine=ENGINE).close()
+            except Exception as err:  # any unreadable file is damaged
+                raise ConfigError(
+                    f"{path}: batch file is damaged ({type(err).__name__}); delete it and run "
+                    "with --resume again to recompute that batch") from None
 
 
 def run_sweep(sweep: Sweep, out: str | Path, resume: bool = False,
               executor: str = "local", address: str | None = None,
               show_progress: bool = True,
-              after_batch: Callable[[str], None] | None = None) -> pd.DataFrame:
+              after_batch: Callable[[str], None] | None = None,
+              force: bool = False) -> pd.DataFrame:
     """Run (or resume) ``sweep`` into ``out``; returns the per-run summary table.
 
+    Before any work: the executor is checked (a cluster must answer), the output location and
+    free space, the memory, and on resume that the folder holds this sweep with unchanged
+    input files and readable batch files; temporary files of killed runs are removed.
     ``after_batch(batch_id)`` is called after each batch is written (used by tests to interrupt).
     """
     out = Path(out)
     runner = make_executor(executor, address)  # an unknown executor is refused before any work
+    jobs = [(p.experiment, p.experiment.runs) for p in sweep.points]
+    need = estimate(jobs, sweep.max_batch, hold=False)
+    check_memory(need, force)
     batches = plan(sweep)
     record = _plan_record(sweep, batches)
-    plan_file = out / "plan.json"
     if out.exists():
         if not resume:
             raise ConfigError(f"out: {str(out)!r} already exists; pass --resume to continue "
                               "that sweep, or choose a new folder")
-        if not plan_file.is_file():
-            raise ConfigError(f"out: {str(out)!r} is not a sweep folder (no plan.json)")
-        if json.loads(plan_file.read_text()) != json.loads(json.dumps(record)):
-            raise ConfigError(f"out: the sweep in {str(out)!r} was planned from a different "
-                              "spec; resume needs the same sweep file and --set values")
+        _check_resumable(out, record)
+        check_output_dir(out, overwrite=True, need=need.disk, force=force)
+        runner.check()
+        clean_stale(out)
+        clean_stale(out / "batches")
     else:
+        check_output_dir(out, need=need.disk, force=force)
+        runner.check()
         out.mkdir(parents=True)
-        write_text(plan_file, json.dumps(record, indent=1) + "\n")
+        write_text(out / "plan.json", json.dumps(record, indent=1) + "\n")
         write_text(out / "sweep.toml", dump_toml({"name": sweep.name, "grid": sweep.grid}))
         write_text(out / "provenance.json",
                    json.dumps(provenance(seeds=sorted({p.experiment.seed for p in sweep.points})),

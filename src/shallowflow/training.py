@@ -34,6 +34,7 @@ import xarray as xr
 from shallowflow.config import DIGEST, Experiment
 from shallowflow.executors import Executor, LocalExecutor, StepCallback
 from shallowflow.experiment import RunRef, batch_data, prepare_batch, run_batch, static_signature
+from shallowflow.preflight import check_memory, estimate
 from shallowflow.progress import make_progress
 
 R = TypeVar("R")
@@ -105,7 +106,7 @@ def execute(task: Callable[[Batch, StepCallback | None], R], batches: Sequence[B
 def train(experiments: Experiment | Sequence[Experiment], *, label: str = "",
           show_progress: bool = True, executor: Executor | None = None,
           max_batch: int = 4096, keep_data: bool = False,
-          runs: Sequence[int] | None = None) -> list[xr.Dataset]:
+          runs: Sequence[int] | None = None, force: bool = False) -> list[xr.Dataset]:
     """Train every run of ``experiments`` in as few compiled batches as their signatures allow.
 
     Returns one Dataset per experiment, in order, holding its runs in run-index order (the
@@ -113,9 +114,14 @@ def train(experiments: Experiment | Sequence[Experiment], *, label: str = "",
     ``keep_data`` each Dataset also holds the training data ``X``, ``y`` (dims ``sample, dim``
     when the runs share one data set, ``run, sample, dim`` otherwise), so no caller re-generates
     it. ``runs``: train only these run indices of every experiment (default: all).
+
+    Before any work the memory the job needs is estimated and compared with what the machine
+    has (:func:`shallowflow.preflight.check_memory`; ``force`` trains anyway).
     """
     exps = [experiments] if isinstance(experiments, Experiment) else list(experiments)
     chosen = [range(e.runs) if runs is None else [int(r) for r in runs] for e in exps]
+    check_memory(estimate([(e, len(rs)) for e, rs in zip(exps, chosen, strict=True)],
+                          max_batch, hold=True), force)
     refs = [RunRef(e, r) for e, rs in zip(exps, chosen, strict=True) for r in rs]
     owner = [k for k, rs in enumerate(chosen) for _ in rs]  # tags: the experiment of each run
     parts: list[list[tuple[int, xr.Dataset]]] = [[] for _ in exps]
@@ -151,9 +157,10 @@ Train = Callable[..., list[xr.Dataset]]
 executor settings (``train(experiments, label=..., keep_data=..., max_batch=...)``)."""
 
 
-def trainer(show_progress: bool = True, executor: Executor | None = None) -> Train:
-    """:func:`train` bound to ``show_progress`` and ``executor``."""
-    return functools.partial(train, show_progress=show_progress, executor=executor)
+def trainer(show_progress: bool = True, executor: Executor | None = None,
+            force: bool = False) -> Train:
+    """:func:`train` bound to ``show_progress``, ``executor`` and ``force``."""
+    return functools.partial(train, show_progress=show_progress, executor=executor, force=force)
 
 
 def simulate(exp: Experiment, runs: Sequence[int] | None = None,

@@ -1,51 +1,114 @@
-"""User data from .npz (arrays ``X`` and ``y``) or .csv (features, label in the last column)."""
+"""User data from .npz (arrays ``X`` and ``y``) or .csv (features, label in the last column).
+
+Nothing is altered silently: complex, boolean, object (pickled) and non-finite arrays are refused,
+and a CSV's first line is a header only when none of its fields is a number (a first row with a
+typo is an error that names the line, not a header).
+"""
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import numpy as np
 
 from shallowflow.data.validate import DataError, validate_dataset
 
+NPY_MAGIC = b"\x93NUMPY"
 
-def load_file(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
-    """Load and validate (X, y) from ``path``.
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def load_npz(path: Path, field: str, names: tuple[str, ...] = ("X", "y")) -> tuple[np.ndarray, ...]:
+    """The arrays ``names`` of an .npz archive, never unpickled; a single .npy file, a corrupt
+    or truncated archive, a missing name or an object array is a :class:`DataError` naming
+    ``field`` and the file."""
+    with path.open("rb") as fh:
+        head = fh.read(6)
+    if head == NPY_MAGIC:
+        raise DataError(f"{field}: {path.name} is a single .npy array, not an .npz archive; "
+                        "save X and y together with numpy.savez")
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as err:
+        raise DataError(f"{field}: {path.name} is not a readable .npz archive "
+                        f"({' '.join(str(err).split())})") from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise DataError(f"{field}: {path.name} is not an .npz archive")
+    with archive:
+        missing = set(names) - set(archive.files)
+        if missing:
+            raise DataError(f"{field}: {path.name} lacks array(s) {sorted(missing)}; it has "
+                            f"{sorted(archive.files)}, needs {', '.join(map(repr, names))}")
+        try:
+            arrays = tuple(archive[name] for name in names)
+        except ValueError:  # object arrays need pickle, which is never loaded
+            raise DataError(f"{field}: {path.name} holds object (pickled) arrays; "
+                            f"{', '.join(names)} must be numeric arrays") from None
+        except (OSError, EOFError, zipfile.BadZipFile) as err:
+            raise DataError(f"{field}: {path.name} is truncated or corrupt "
+                            f"({' '.join(str(err).split())})") from None
+    return arrays
+
+
+def _load_csv(path: Path, field: str) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise DataError(f"{field}: {path.name} is not a text (UTF-8) CSV file") from None
+    rows = [(i + 1, line) for i, line in enumerate(lines) if line.strip()]
+    if not rows:
+        raise DataError(f"{field}: {path.name} is empty")
+    first = [v.strip() for v in rows[0][1].split(",")]
+    if not any(_number(v) for v in first):
+        rows = rows[1:]  # a header: no field of the first line is a number
+    if not rows:
+        raise DataError(f"{field}: {path.name} has a header but no data rows")
+    width = None
+    table = []
+    for lineno, line in rows:
+        fields = [v.strip() for v in line.split(",")]
+        bad = [v for v in fields if not _number(v)]
+        if bad:
+            raise DataError(f"{field}: {path.name} line {lineno}: {bad[0]!r} is not a number "
+                            "(only the first line may be a header, with no number in it)")
+        if width is None:
+            width = len(fields)
+        elif len(fields) != width:
+            raise DataError(f"{field}: {path.name} line {lineno} has {len(fields)} fields, "
+                            f"the first data line {width}; every row needs the same number")
+        table.append([float(v) for v in fields])
+    arr = np.array(table)
+    if arr.shape[1] < 2:
+        raise DataError(f"{field}: {path.name} needs >= 2 columns (features, label), got "
+                        f"{arr.shape[1]}")
+    return arr[:, :-1], arr[:, -1]
+
+
+def load_file(path: str | Path, field: str = "data.path") -> tuple[np.ndarray, np.ndarray]:
+    """Load and validate (X, y) from ``path`` (float64).
 
     ``.npz``: arrays named ``X`` (n, d) and ``y`` (n,). ``.csv``: one sample per row, comma
-    separated, label last; a first line that is not numeric is taken as a header.
+    separated, label last; a first line with no number in it is a header.
     """
     path = Path(path)
+    if path.is_dir():
+        raise DataError(f"{field}: {str(path)!r} is a folder; give an .npz or .csv file")
     if not path.is_file():
-        raise DataError(f"data.path: no such file: {str(path)!r}")
+        raise DataError(f"{field}: no such file: {str(path)!r}")
     suffix = path.suffix.lower()
     if suffix == ".npz":
-        with np.load(path, allow_pickle=False) as archive:
-            missing = {"X", "y"} - set(archive.files)
-            if missing:
-                raise DataError(
-                    f"data.path: {path.name} lacks array(s) {sorted(missing)}; "
-                    f"it has {sorted(archive.files)}, needs 'X' and 'y'"
-                )
-            X, y = np.asarray(archive["X"], dtype=float), np.asarray(archive["y"], dtype=float)
+        X, y = load_npz(path, field)
     elif suffix == ".csv":
-        text = path.read_text().strip().splitlines()
-        if not text:
-            raise DataError(f"data.path: {path.name} is empty")
-        first = text[0].split(",")
-        try:
-            [float(v) for v in first]
-            skip = 0
-        except ValueError:
-            skip = 1
-        try:
-            table = np.loadtxt(path, delimiter=",", skiprows=skip, ndmin=2)
-        except ValueError as err:
-            raise DataError(f"data.path: {path.name} is not a numeric CSV table: {err}") from err
-        if table.shape[1] < 2:
-            raise DataError(f"data.path: {path.name} needs >= 2 columns (features, label)")
-        X, y = table[:, :-1], table[:, -1]
+        X, y = _load_csv(path, field)
     else:
-        raise DataError(f"data.path: unsupported file type {suffix!r}; allowed: .npz, .csv")
-    validate_dataset(X, y, source=f"data.path ({path.name})")
-    return X, y
+        raise DataError(f"{field}: unsupported file type {suffix!r} ({path.name}); allowed: "
+                        ".npz, .csv")
+    validate_dataset(X, y, source=f"{field} ({path.name})")
+    return np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)

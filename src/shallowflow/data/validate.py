@@ -4,9 +4,21 @@ from __future__ import annotations
 
 import numpy as np
 
+from shallowflow.errors import UserError
 
-class DataError(ValueError):
+
+class DataError(UserError):
     """A dataset that cannot be trained on; the message names what is wrong."""
+
+
+def check_real(arr: np.ndarray, source: str, name: str) -> None:
+    """Raise DataError unless ``arr`` holds real numbers (not complex, boolean, text, objects):
+    nothing is cast silently."""
+    if np.issubdtype(arr.dtype, np.complexfloating):
+        raise DataError(f"{source}: {name} holds complex numbers (dtype {arr.dtype}); values "
+                        "must be real")
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number):
+        raise DataError(f"{source}: {name} must be real numbers, got dtype {arr.dtype}")
 
 
 def validate_dataset(X: np.ndarray, y: np.ndarray, source: str = "data") -> None:
@@ -23,8 +35,7 @@ def validate_dataset(X: np.ndarray, y: np.ndarray, source: str = "data") -> None
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise DataError(f"{source}: need at least one sample and one feature, got X {X.shape}")
     for name, arr in (("X", X), ("y", y)):
-        if not np.issubdtype(arr.dtype, np.number):
-            raise DataError(f"{source}: {name} must be numeric, got dtype {arr.dtype}")
+        check_real(arr, source, name)
         bad = ~np.isfinite(arr)
         if bad.any():
             where = np.argwhere(bad)[0].tolist()

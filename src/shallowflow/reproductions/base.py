@@ -33,7 +33,7 @@ import xarray as xr
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from shallowflow import enable_float64
-from shallowflow.config import ConfigError, format_validation_error, parse_value
+from shallowflow.config import ConfigError, format_validation_error, split_override
 from shallowflow.executors import Executor
 from shallowflow.reproductions import report
 from shallowflow.reproductions.claims import Claim, to_json
@@ -106,9 +106,8 @@ def _validate(rep: Reproduction, values: Mapping[str, Any], source: str) -> Para
     try:
         return rep.params.model_validate(dict(values))
     except ValidationError as err:
-        text = format_validation_error(err).replace("invalid configuration:",
-                                                    f"invalid parameters of {rep.name} ({source}):")
-        raise ConfigError(text) from None
+        lines = format_validation_error(err).splitlines()
+        raise ConfigError("\n".join(f"{rep.name}.{line} [{source}]" for line in lines)) from None
 
 
 def resolve_params(rep: Reproduction, preset: str, overrides: list[str] | None = None) -> Params:
@@ -119,14 +118,12 @@ def resolve_params(rep: Reproduction, preset: str, overrides: list[str] | None =
                           f"allowed: {', '.join(rep.presets)}")
     values = dict(rep.presets[preset])
     for item in overrides or []:
-        key, sep, raw = item.partition("=")
-        key = key.strip()
-        if not sep:
-            raise ConfigError(f"--set: expected key=value, got {item!r}")
+        parts, value = split_override(item)
+        key = ".".join(parts)
         if key not in rep.params.model_fields:
             raise ConfigError(f"--set: {key!r} is not a parameter of {rep.name}; "
                               f"allowed: {', '.join(rep.params.model_fields)}")
-        values[key] = parse_value(raw.strip())
+        values[key] = value
     return _validate(rep, values, f"preset {preset}")
 
 
@@ -179,16 +176,19 @@ def _finish(rep: Reproduction, folder: Path, ds: xr.Dataset, params: Params, pre
 
 def run_reproduction(name: str, out: str | Path, preset: str = "quick",
                      overrides: list[str] | None = None, overwrite: bool = False,
-                     show_progress: bool = True,
-                     executor: Executor | None = None) -> tuple[Path, list[Claim]]:
-    """Run reproduction ``name`` with ``preset`` into the folder ``out`` (created atomically)."""
+                     show_progress: bool = True, executor: Executor | None = None,
+                     force: bool = False) -> tuple[Path, list[Claim]]:
+    """Run reproduction ``name`` with ``preset`` into the folder ``out`` (created atomically).
+    The output location is checked before any work; each training call checks the memory it
+    needs (``force``: train anyway)."""
     rep = _lookup(name)
     params = resolve_params(rep, preset, overrides)
     check_output_dir(out, overwrite)
     enable_float64()
     start = time.perf_counter()
     with atomic_dir(out, overwrite) as folder:
-        write_netcdf(rep.simulate(params, trainer(show_progress, executor)), folder / RESULTS)
+        write_netcdf(rep.simulate(params, trainer(show_progress, executor, force)),
+                     folder / RESULTS)
         ds = read_netcdf(folder / RESULTS)
         claims = _finish(rep, folder, ds, params, preset, time.perf_counter() - start, {})
     return Path(out), claims

@@ -1,0 +1,41 @@
+"""What went wrong, said to a user: one error format for every entry point.
+
+A problem a user can cause (a value, a file, the output location, the machine's resources) is a
+:class:`UserError`; the command line writes each line of its message as
+
+    error: <field or file>: <problem> (got <value>); <what is allowed>
+
+and exits with code 2, before any work starts and with nothing written. Anything else is an
+internal error: the command line says so, prints the traceback and asks for a report.
+"""
+
+from __future__ import annotations
+
+
+class UserError(ValueError):
+    """An input, file, output location or resource request that cannot be honoured; the message
+    names the field or file, the value and what is allowed (one problem per line)."""
+
+
+class ResourceError(UserError):
+    """The work would need more memory or disk than the machine has (the numbers are in the
+    message); ``--force`` runs it anyway."""
+
+
+class OutputError(UserError):
+    """The output location cannot be used (exists, is a file, is not writable, too little
+    space)."""
+
+
+EXIT_USER = 2
+EXIT_INTERNAL = 1
+EXIT_INTERRUPTED = 130
+
+REPORT = ("this is a bug in shallowflow, not in your input: please report it to the "
+          "maintainers (the issue tracker of the repository you installed shallowflow from) "
+          "with the command and the traceback above")
+
+
+def error_lines(err: BaseException) -> list[str]:
+    """The lines of a user error's message, each to be printed after ``error: ``."""
+    return [line.strip() for line in str(err).splitlines() if line.strip()] or [type(err).__name__]

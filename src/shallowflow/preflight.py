@@ -1,0 +1,146 @@
+"""Before any work: what a job will need (memory, disk, arithmetic) and whether the machine has it.
+
+The estimate is arithmetic on the specs alone (no run, record schedule or array is built, so an
+absurd size is refused in microseconds). For runs trained together in batches of at most
+``max_batch`` runs, with n samples, d inputs (bias included), p neurons, T record points (an
+upper bound: linear + geometric + explicit points), S steps and b bytes per number:
+
+    working set of a batch  ~ b R (n d [per-run data] + 8 p d + 4 n p) + b T R s
+    results per run         ~ b (T s + 4 p d + 2 p) (+ b n (d + 1) per-run data)
+    arithmetic              ~ 4 n d p S flops per run (x 7 with the step-size certificate)
+
+where s is the number of values a record holds per run (the recorded probes' sizes). The memory
+needed is the largest working set plus twice the results held in memory (``hold``: training that
+returns its results; a sweep writes each batch and holds none) plus the Python objects that plan
+the runs (:data:`PLAN_BYTES_PER_RUN` each) and a fixed allowance for the runtime; the disk needed
+is the results. docs/architecture.md, "Before any work".
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from shallowflow.errors import ResourceError
+from shallowflow.probes import PROBES
+
+if TYPE_CHECKING:
+    from shallowflow.config import Experiment
+
+RUNTIME_BYTES = 400 * 2**20  # JAX, XLA and the Python runtime
+PLAN_BYTES_PER_RUN = 512  # the Python objects that plan one run (its reference, batch, ids)
+REFERENCE_FLOPS = 1e10  # flop/s used to turn arithmetic into a rough time (a 2-core laptop)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Upper estimates of what a job needs."""
+
+    memory: float  # bytes of RAM
+    disk: float  # bytes written
+    flops: float  # arithmetic
+
+    @property
+    def seconds(self) -> float:
+        """A rough wall time at :data:`REFERENCE_FLOPS` (for a note, never a refusal)."""
+        return self.flops / REFERENCE_FLOPS
+
+
+def record_points(exp: Experiment) -> int:
+    """An upper bound on the record points of ``exp`` (docs/architecture.md, "Record
+    schedule"), without building the schedule."""
+    steps, rec = exp.train.n_steps, exp.record
+    linear = steps // rec.every + 1 if rec.every else 0
+    return 2 + linear + rec.points + len(rec.at_steps) + len(rec.at_times)
+
+
+def record_size(exp: Experiment) -> int:
+    """Numbers one record holds for one run: the recorded probes' sizes."""
+    size = {"neuron": exp.model.width, "dim": exp.input_dim, "sample": exp.data.n_samples}
+    probes = list(exp.record.probes) + (["W"] if exp.record.snapshots else [])
+    return sum(math.prod(size[d] for d in PROBES[p].dims) for p in probes if p in PROBES)
+
+
+def estimate(jobs: Sequence[tuple[Experiment, int]], max_batch: int = 4096,
+             hold: bool = True) -> Estimate:
+    """What training ``runs`` runs of each experiment of ``jobs`` (experiment, runs) needs."""
+    peak = held = disk = flops = planned = 0.0
+    for exp, runs in jobs:
+        b = 4 if exp.train.dtype == "float32" else 8
+        n, d, p = exp.data.n_samples, exp.input_dim, exp.model.width
+        T, s, steps = record_points(exp), record_size(exp), exp.train.n_steps
+        R = min(runs, max_batch)
+        data_run = n * (d + 1) if exp.data.per_run else 0
+        working = b * R * (data_run + 8 * p * d + 4 * n * p + T * s) + b * n * (d + 1)
+        per_run = b * (T * s + 4 * p * d + 2 * p + data_run)
+        peak = max(peak, working)
+        held += runs * per_run
+        planned += runs * PLAN_BYTES_PER_RUN
+        disk += runs * per_run + 8 * n * (d + 1)
+        flops += 4.0 * n * d * p * steps * runs * (1 + 2 + 4 if exp.train.certify == 2
+                                                  else 1 + 2 if exp.train.certify else 1)
+    return Estimate(RUNTIME_BYTES + planned + peak + (2 * held if hold else 0), disk, flops)
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        text = Path(path).read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def available_memory() -> float:
+    """Bytes of RAM this process can still use: MemAvailable, capped by a cgroup limit."""
+    free = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                free = float(line.split()[1]) * 1024
+    except OSError:
+        pass
+    if free is None:
+        try:
+            free = float(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+        except (ValueError, OSError, AttributeError):
+            return math.inf
+    limit = _read_int("/sys/fs/cgroup/memory.max")
+    used = _read_int("/sys/fs/cgroup/memory.current")
+    if limit is not None and used is not None:
+        free = min(free, float(limit - used))
+    return free
+
+
+def human(nbytes: float) -> str:
+    """Bytes as B, KiB, MiB, GiB, TiB, PiB or EiB."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(nbytes) < 1024:
+            return f"{nbytes:.3g} {unit}"
+        nbytes /= 1024
+    return f"{nbytes:.3g} EiB"
+
+
+def check_memory(est: Estimate, force: bool = False) -> None:
+    """Refuse (:class:`ResourceError`) work whose memory estimate exceeds what is available,
+    unless ``force``."""
+    free = available_memory()
+    if est.memory > free and not force:
+        raise ResourceError(
+            f"memory: this job needs about {human(est.memory)} of memory, the machine has "
+            f"{human(free)} available; make it smaller (fewer runs, record points or probes, a "
+            "smaller width or max_batch), or pass --force to try anyway")
+
+
+def check_disk(folder: Path, need: float, force: bool = False) -> None:
+    """Refuse writing about ``need`` bytes under ``folder`` (an existing folder) when its file
+    system has less free space, unless ``force``."""
+    free = shutil.disk_usage(folder).free
+    if need > free and not force:
+        raise ResourceError(
+            f"out: the results need about {human(need)}, {str(folder)!r} has {human(free)} free; "
+            "free some space, choose another place, record less, or pass --force to try anyway")

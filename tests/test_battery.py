@@ -1,0 +1,464 @@
+"""The bad-input battery: more than 120 bad or edge inputs across every command, each refused
+before any work with one error line per problem that names the field or file and the value,
+exit code 2, no traceback, nothing left on disk and an existing output folder untouched.
+
+Every case runs the real command line in-process (typer's runner): the refusal must come from
+validation, never from training (no case trains). Placeholders: ``{d}`` is the case's folder
+(holding the files :func:`world` writes), ``{out}`` a fresh output path in it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from shallowflow.cli import app
+
+EXP = """name = "exp"
+[data]
+kind = "sphere"
+n = 6
+d = 3
+[model]
+width = 4
+[init]
+scheme = "dpb"
+[train]
+lr = 0.1
+steps = 5
+"""
+
+SWEEP = """name = "sw"
+base = "exp.toml"
+[grid]
+"model.width" = [2, 3]
+"""
+
+
+def world(d: Path) -> None:
+    """The files the cases point at: a valid experiment and sweep, and bad ones of every kind."""
+    (d / "exp.toml").write_text(EXP)
+    (d / "exp.yaml").write_text("data: {kind: sphere, n: 6, d: 3}\nmodel: {width: 4}\n"
+                                "init: {scheme: dpb}\ntrain: {lr: 0.1, steps: 5}\n")
+    (d / "sweep.toml").write_text(SWEEP)
+    X, y = np.arange(12.0).reshape(6, 2), np.ones(6)
+    np.savez(d / "good.npz", X=X, y=y)
+    np.save(d / "single.npy", X)
+    os.replace(d / "single.npy", d / "fake.npz")
+    np.savez(d / "complex.npz", X=X + 1j, y=y)
+    np.savez(d / "object.npz", X=np.array([[1, "a"]], dtype=object), y=np.ones(1))
+    np.savez(d / "noy.npz", X=X)
+    np.savez(d / "x3d.npz", X=np.ones((2, 2, 2)), y=np.ones(2))
+    np.savez(d / "rows.npz", X=X, y=np.ones(5))
+    np.savez(d / "bool.npz", X=X > 3, y=y)
+    np.savez(d / "inf.npz", X=np.where(X > 5, np.inf, X), y=y)
+    np.savez(d / "empty.npz", X=np.ones((0, 2)), y=np.ones(0))
+    (d / "trunc.npz").write_bytes((d / "good.npz").read_bytes()[:120])
+    (d / "typo.csv").write_text("1,2,3x\n4,5,6\n7,8,9\n")
+    (d / "ragged.csv").write_text("x1,x2,y\n1,2,3\n4,5\n")
+    (d / "empty.csv").write_text("")
+    (d / "header.csv").write_text("x1,x2,y\n")
+    (d / "nan.csv").write_text("1,2,3\nnan,5,6\n")
+    (d / "onecol.csv").write_text("1\n2\n3\n")
+    (d / "latin1.csv").write_bytes("1,2,3\n4,5,\xe96\n".encode("latin-1"))
+    (d / "data.txt").write_text("1,2,3\n")
+    np.savez(d / "given_shape.npz", a=np.ones(4), W=np.ones((4, 7)))
+    np.savez(d / "given_inf.npz", a=np.ones(4), W=np.full((4, 3), np.inf))
+    np.savez(d / "given_complex.npz", a=np.ones(4) + 1j, W=np.ones((4, 3)))
+    np.savez(d / "given_noW.npz", a=np.ones(4))
+    np.save(d / "given.npy", np.ones(4))
+    (d / "binary.toml").write_bytes(bytes(range(256)))
+    (d / "bad.toml").write_text("[data\nkind = 'sphere'\n")
+    (d / "list.yaml").write_text("- 1\n- 2\n")
+    (d / "tag.yaml").write_text("data: !!python/object/apply:os.system ['true']\n")
+    (d / "exp.json").write_text("{}")
+    (d / "empty.toml").write_text("")
+    (d / "folder.toml").mkdir()
+    (d / "afile").write_text("not a folder")
+    (d / "existing").mkdir()
+    (d / "existing" / "keep.txt").write_text("precious")
+    for name, text in {
+        "grid_scalar": 'base = "exp.toml"\n[grid]\n"model.width" = 3\n',
+        "grid_empty": 'base = "exp.toml"\n[grid]\n"model.width" = []\n',
+        "grid_bad": 'base = "exp.toml"\n[grid]\n"model.width" = [2, 0]\n',
+        "grid_typo": 'base = "exp.toml"\n[grid]\n"model.widht" = [2]\n',
+        "extra": 'base = "exp.toml"\ncolour = "red"\n[grid]\n"model.width" = [2]\n',
+        "batch_bool": 'base = "exp.toml"\nmax_batch = true\n[grid]\n"model.width" = [2]\n',
+        "batch_zero": 'base = "exp.toml"\nmax_batch = 0\n[grid]\n"model.width" = [2]\n',
+        "batch_float": 'base = "exp.toml"\nmax_batch = 2.5\n[grid]\n"model.width" = [2]\n',
+        "base_missing": 'base = "nope.toml"\n[grid]\n"model.width" = [2]\n',
+        "base_number": 'base = 3\n[grid]\n"model.width" = [2]\n',
+        "grid_table": 'base = "exp.toml"\ngrid = 3\n',
+    }.items():
+        (d / f"sw_{name}.toml").write_text(text)
+
+
+RUN = ["run", "{d}/exp.toml", "--out", "{out}"]
+
+
+def run_set(*overrides: str) -> list[str]:
+    return [*RUN, *[x for o in overrides for x in ("--set", o)]]
+
+
+def data_file(name: str) -> list[str]:
+    return run_set(f'data={{kind="file", path="{{d}}/{name}"}}')
+
+
+def given(name: str) -> list[str]:
+    return run_set(f'init={{scheme="given", path="{{d}}/{name}"}}')
+
+
+CASES: list[tuple[str, list[str], list[str]]] = [
+    # ---- run: train fields
+    ("lr-inf", run_set("train.lr=inf"), ["train.lr", "inf"]),
+    ("lr-nan", run_set("train.lr=nan"), ["train.lr", "nan"]),
+    ("lr-zero", run_set("train.lr=0"), ["train.lr", "got 0"]),
+    ("lr-negative", run_set("train.lr=-1"), ["train.lr", "got -1"]),
+    ("lr-text", run_set('train.lr="fast"'), ["train.lr", "fast"]),
+    ("steps-negative", run_set("train.steps=-1"), ["train.steps", "got -1"]),
+    ("steps-fraction", run_set("train.steps=1.5"), ["train.steps", "1.5"]),
+    ("duration-inf", run_set("train.duration=inf"), ["train.duration", "inf"]),
+    ("time-scale-inf", run_set("train.time_scale=inf"), ["train.time_scale", "inf"]),
+    ("time-scale-word", run_set('train.time_scale="depth"'), ["train.time_scale", "depth"]),
+    ("time-scale-zero", run_set("train.time_scale=0"), ["train.time_scale", "got 0"]),
+    ("loss-unknown", run_set('train.loss="hinge"'), ["train.loss", "hinge"]),
+    ("loss-logistic-real-labels", run_set('train.loss="logistic"'),
+     ["train.loss", "logistic", "+1 or -1"]),
+    ("loss-exponential-real-labels", run_set('train.loss="exponential"'),
+     ["train.loss", "exponential", "+1 or -1"]),
+    ("optimizer-unknown", run_set('train.optimizer="adam"'), ["train.optimizer", "adam"]),
+    ("batch-size-too-big", run_set('train.optimizer="sgd"', "train.batch_size=100"),
+     ["train.batch_size", "100"]),
+    ("batch-size-with-gd", run_set("train.batch_size=2"), ["batch_size", "sgd"]),
+    ("stop-loss-negative", run_set("train.stop_loss=-1"), ["train.stop_loss", "got -1"]),
+    ("stop-loss-inf", run_set("train.stop_loss=inf"), ["train.stop_loss", "inf"]),
+    ("dtype-unknown", run_set('train.dtype="float16"'), ["train.dtype", "float16"]),
+    ("certify-3", run_set("train.certify=3"), ["train.certify", "got 3"]),
+    ("certify-tol-alone", run_set("train.certify_tol=0.1"), ["certify_tol", "certify"]),
+    ("parametrisation-unknown", run_set('train.parametrisation="polar"'),
+     ["train.parametrisation", "polar"]),
+    ("span-unknown", run_set('train.span="maybe"'), ["train.span", "maybe"]),
+    ("balance-unknown", run_set('train.balance="weird"'), ["train.balance", "weird"]),
+    ("balance-tied-plain", run_set('train.balance="tied"'), ["train.balance", "tied"]),
+    ("renamed-engine", run_set('train.engine="lognorm"'), ["train.engine", "train.parametrisation"]),
+    ("renamed-reduce", run_set('train.reduce="on"'), ["train.reduce", "train.span"]),
+    ("train-unknown-field", run_set("train.speed=1"), ["train.speed", "unknown field"]),
+    ("mask-with-sgd", run_set('train.optimizer="sgd"', "train.batch_size=2",
+                              'train.activity_mask="on"'), ["activity_mask", "sgd"]),
+    # ---- run: model fields
+    ("width-zero", run_set("model.width=0"), ["model.width", "got 0"]),
+    ("width-negative", run_set("model.width=-3"), ["model.width", "got -3"]),
+    ("width-fraction", run_set("model.width=1.5"), ["model.width", "1.5"]),
+    ("width-huge", run_set("model.width=1000000000"), ["memory", "--force"]),
+    ("kappa-unknown", run_set('model.kappa="2/p"'), ["model.kappa", "2/p"]),
+    ("activation-unknown", run_set('model.activation="tanh"'), ["model.activation", "tanh"]),
+    ("bias-text", run_set('model.bias="perhaps"'), ["model.bias", "perhaps"]),
+    ("model-unknown-field", run_set("model.depth=2"), ["model.depth", "unknown field"]),
+    # ---- run: init fields
+    ("scheme-unknown", run_set('init.scheme="magic"'), ["init", "magic"]),
+    ("dpb-has-no-scale", run_set("init.scale=inf"), ["init.scale", "dpb", "inf"]),
+    ("gaussian-scale-inf", run_set('init={scheme="gaussian", scale=inf}'), ["init.scale", "inf"]),
+    ("gaussian-scale-zero", run_set('init={scheme="gaussian", scale=0}'), ["init.scale", "got 0"]),
+    ("gaussian-scale-negative", run_set('init={scheme="gaussian", scale=-1}'),
+     ["init.scale", "got -1"]),
+    ("balanced-log-scale-minus-inf", run_set('init={scheme="balanced", log_scale=-inf}'),
+     ["init.log_scale", "-inf"]),
+    ("first-layer-scale-zero", run_set("init.first_layer_scale=0"),
+     ["init.first_layer_scale", "got 0"]),
+    ("first-layer-scale-inf", run_set("init.first_layer_scale=inf"),
+     ["init.first_layer_scale", "inf"]),
+    ("group-init-sphere-data", run_set('init={scheme="group"}'), ["init.scheme", "group"]),
+    # ---- run: data fields
+    ("data-kind-unknown", run_set('data.kind="moon"'), ["data", "moon"]),
+    ("data-n-zero", run_set("data.n=0"), ["data.n", "got 0"]),
+    ("data-d-zero", run_set("data.d=0"), ["data.d", "got 0"]),
+    ("data-n-negative", run_set("data.n=-1"), ["data.n", "got -1"]),
+    ("data-label-range-reversed", run_set("data.label_range=[2.0, 1.0]"),
+     ["label_range", "[2.0, 1.0]"]),
+    ("data-label-range-zero", run_set("data.label_range=[0.0, 1.0]"),
+     ["label_range", "[0.0, 1.0]"]),
+    ("data-seed-negative", run_set("data.seed=-1"), ["data.seed", "got -1"]),
+    ("data-seed-huge", run_set("data.seed=9223372036854775808"),
+     ["data.seed", "9223372036854775808"]),
+    ("orthogonal-n-above-d", run_set('data={kind="orthogonal", n=5, d=3}'), ["n", "n=5", "d=3"]),
+    ("two-point-angle-zero", run_set('data={kind="two_point", angle=0}'), ["data.angle", "got 0"]),
+    ("arrays-rows", run_set('data={kind="arrays", X=[[1.0, 0.0], [0.0, 1.0]], y=[1.0]}'),
+     ["data", "rows"]),
+    ("arrays-nan", run_set('data={kind="arrays", X=[[1.0, nan]], y=[1.0]}'), ["data", "non-finite"]),
+    ("arrays-text", run_set('data={kind="arrays", X=[[1.0, "a"]], y=[1.0]}'), ["data"]),
+    # ---- run: top-level fields
+    ("seed-negative", run_set("seed=-1"), ["seed", "got -1"]),
+    ("seed-2-63", run_set("seed=9223372036854775808"), ["seed", "9223372036854775808"]),
+    ("runs-zero", run_set("runs=0"), ["runs", "got 0"]),
+    ("runs-billion", run_set("runs=1000000000"), ["memory", "--force"]),
+    ("runs-fraction", run_set("runs=1.5"), ["runs", "1.5"]),
+    ("name-list", run_set("name=[1]"), ["name", "[1]"]),
+    ("top-unknown-field", run_set("colour=1"), ["colour", "unknown field"]),
+    # ---- run: record fields
+    ("every-zero", run_set("record.every=0"), ["record.every", "got 0"]),
+    ("points-negative", run_set("record.points=-1"), ["record.points", "got -1"]),
+    ("at-steps-negative", run_set("record.at_steps=[-1]"), ["record.at_steps", "-1"]),
+    ("at-times-inf", run_set("record.at_times=[inf]"), ["record.at_times", "inf"]),
+    ("at-times-negative", run_set("record.at_times=[-0.5]"), ["record.at_times", "-0.5"]),
+    ("probe-unknown", run_set('record.probes=["nope"]'), ["probes", "nope"]),
+    ("snapshots-text", run_set('record.snapshots="x"'), ["record.snapshots", "x"]),
+    ("record-steps-billion", run_set("train.steps=1000000000", "record.every=1"),
+     ["memory", "--force"]),
+    # ---- --set syntax
+    ("set-no-key", run_set("=5"), ["--set", "=5"]),
+    ("set-no-equals", run_set("train.lr"), ["--set", "train.lr"]),
+    ("set-leading-dot", run_set(".lr=1"), ["--set", ".lr=1"]),
+    ("set-double-dot", run_set("train..lr=1"), ["--set", "train..lr=1"]),
+    ("set-through-scalar", run_set("train.lr.x=1"), ["--set", "train.lr.x", "'lr'"]),
+    # ---- data files
+    ("file-missing", data_file("nope.csv"), ["data.path", "nope.csv"]),
+    ("file-is-folder", run_set('data={kind="file", path="{d}/existing"}'),
+     ["data.path", "existing", "folder"]),
+    ("npy-named-npz", data_file("fake.npz"), ["data.path", "fake.npz", ".npy"]),
+    ("npz-complex", data_file("complex.npz"), ["complex.npz", "complex"]),
+    ("npz-object", data_file("object.npz"), ["object.npz", "pickled"]),
+    ("npz-truncated", data_file("trunc.npz"), ["data.path", "trunc.npz"]),
+    ("npz-no-y", data_file("noy.npz"), ["noy.npz", "'y'"]),
+    ("npz-3d", data_file("x3d.npz"), ["x3d.npz", "2-D", "(2, 2, 2)"]),
+    ("npz-rows", data_file("rows.npz"), ["rows.npz", "6 rows", "5 entries"]),
+    ("npz-bool", data_file("bool.npz"), ["bool.npz", "bool"]),
+    ("npz-inf", data_file("inf.npz"), ["inf.npz", "non-finite"]),
+    ("npz-empty", data_file("empty.npz"), ["empty.npz", "(0, 2)"]),
+    ("csv-typo", data_file("typo.csv"), ["typo.csv", "line 1", "3x"]),
+    ("csv-ragged", data_file("ragged.csv"), ["ragged.csv", "line 3"]),
+    ("csv-empty", data_file("empty.csv"), ["empty.csv", "empty"]),
+    ("csv-header-only", data_file("header.csv"), ["header.csv", "no data rows"]),
+    ("csv-nan", data_file("nan.csv"), ["nan.csv", "non-finite"]),
+    ("csv-one-column", data_file("onecol.csv"), ["onecol.csv", "2 columns"]),
+    ("csv-not-utf8", data_file("latin1.csv"), ["latin1.csv", "UTF-8"]),
+    ("data-txt", data_file("data.txt"), ["data.path", ".txt"]),
+    # ---- given initial networks
+    ("given-missing", given("nope.npz"), ["init.path", "nope.npz"]),
+    ("given-npy", given("given.npy"), ["init.path", "given.npy"]),
+    ("given-shape", given("given_shape.npz"), ["init.path", "(4, 7)"]),
+    ("given-inf", given("given_inf.npz"), ["init.path", "non-finite"]),
+    ("given-complex", given("given_complex.npz"), ["init.path", "complex"]),
+    ("given-no-W", given("given_noW.npz"), ["init.path", "'W'"]),
+    ("given-nothing", run_set('init={scheme="given"}'), ["init", "path"]),
+    # ---- config files
+    ("config-missing", ["run", "{d}/nope.toml", "--out", "{out}"], ["config", "nope.toml"]),
+    ("config-folder", ["run", "{d}/folder.toml", "--out", "{out}"], ["config", "folder"]),
+    ("config-binary", ["run", "{d}/binary.toml", "--out", "{out}"], ["config", "binary.toml",
+                                                                     "UTF-8"]),
+    ("config-bad-toml", ["run", "{d}/bad.toml", "--out", "{out}"], ["config", "bad.toml"]),
+    ("config-yaml-list", ["run", "{d}/list.yaml", "--out", "{out}"], ["config", "list.yaml",
+                                                                      "mapping"]),
+    ("config-yaml-tag", ["run", "{d}/tag.yaml", "--out", "{out}"], ["config", "tag.yaml"]),
+    ("config-json", ["run", "{d}/exp.json", "--out", "{out}"], ["config", ".json"]),
+    ("config-empty", ["run", "{d}/empty.toml", "--out", "{out}"], ["data", "required"]),
+    ("yaml-bad-set", ["run", "{d}/exp.yaml", "--out", "{out}", "--set", "model.width=0"],
+     ["model.width", "got 0"]),
+    # ---- output locations
+    ("out-exists", ["run", "{d}/exp.toml", "--out", "{d}/existing"], ["out", "existing",
+                                                                       "--overwrite"]),
+    ("out-is-file", ["run", "{d}/exp.toml", "--out", "{d}/afile", "--overwrite"],
+     ["out", "afile", "not a folder"]),
+    ("out-below-file", ["run", "{d}/exp.toml", "--out", "{d}/afile/sub"], ["out", "afile",
+                                                                           "is a file"]),
+    ("out-unwritable", ["run", "{d}/exp.toml", "--out", "/proc/shallowflow-out"],
+     ["out", "/proc"]),
+    ("demo-out-exists", ["demo", "--out", "{d}/existing"], ["out", "existing", "--overwrite"]),
+    ("demo-out-below-file", ["demo", "--out", "{d}/afile/demo"], ["out", "afile", "is a file"]),
+    ("reproduce-out-exists", ["reproduce", "town-fig5", "--out", "{d}/existing"],
+     ["out", "existing", "--overwrite"]),
+    ("reproduce-out-below-file", ["reproduce", "town-fig5", "--out", "{d}/afile/x"],
+     ["out", "afile"]),
+    ("sweep-out-exists", ["sweep", "{d}/sweep.toml", "--out", "{d}/existing"],
+     ["out", "existing", "--resume"]),
+    ("sweep-resume-not-sweep", ["sweep", "{d}/sweep.toml", "--out", "{d}/existing", "--resume"],
+     ["out", "existing", "plan.json"]),
+    ("sweep-out-below-file", ["sweep", "{d}/sweep.toml", "--out", "{d}/afile/sw"],
+     ["out", "afile"]),
+    # ---- sweeps
+    ("sweep-missing", ["sweep", "{d}/nope.toml", "--out", "{out}"], ["sweep", "nope.toml"]),
+    ("sweep-grid-scalar", ["sweep", "{d}/sw_grid_scalar.toml", "--out", "{out}"],
+     ["sweep.grid.model.width", "got 3"]),
+    ("sweep-grid-empty", ["sweep", "{d}/sw_grid_empty.toml", "--out", "{out}"],
+     ["sweep.grid.model.width", "[]"]),
+    ("sweep-grid-bad-value", ["sweep", "{d}/sw_grid_bad.toml", "--out", "{out}"],
+     ["model.width", "got 0", "grid point 1"]),
+    ("sweep-grid-typo", ["sweep", "{d}/sw_grid_typo.toml", "--out", "{out}"],
+     ["model.widht", "unknown field"]),
+    ("sweep-extra-field", ["sweep", "{d}/sw_extra.toml", "--out", "{out}"], ["sweep", "colour"]),
+    ("sweep-max-batch-bool", ["sweep", "{d}/sw_batch_bool.toml", "--out", "{out}"],
+     ["sweep.max_batch", "True"]),
+    ("sweep-max-batch-zero", ["sweep", "{d}/sw_batch_zero.toml", "--out", "{out}"],
+     ["sweep.max_batch", "got 0"]),
+    ("sweep-max-batch-float", ["sweep", "{d}/sw_batch_float.toml", "--out", "{out}"],
+     ["sweep.max_batch", "2.5"]),
+    ("sweep-base-missing", ["sweep", "{d}/sw_base_missing.toml", "--out", "{out}"],
+     ["sweep.base", "nope.toml"]),
+    ("sweep-base-number", ["sweep", "{d}/sw_base_number.toml", "--out", "{out}"],
+     ["sweep.base", "got 3"]),
+    ("sweep-grid-not-table", ["sweep", "{d}/sw_grid_table.toml", "--out", "{out}"],
+     ["sweep.grid", "got 3"]),
+    ("sweep-set-typo", ["sweep", "{d}/sweep.toml", "--out", "{out}", "--set", "train.lrr=1"],
+     ["train.lrr", "unknown field", "--set"]),
+    ("sweep-set-bad-value", ["sweep", "{d}/sweep.toml", "--out", "{out}", "--set",
+                             "train.lr=-1"], ["train.lr", "got -1", "--set"]),
+    ("sweep-executor-unknown", ["sweep", "{d}/sweep.toml", "--out", "{out}", "--executor", "ray"],
+     ["--executor", "ray"]),
+    ("sweep-address-local", ["sweep", "{d}/sweep.toml", "--out", "{out}", "--address",
+                             "tcp://127.0.0.1:8786"], ["--address", "local"]),
+    ("sweep-runs-billion", ["sweep", "{d}/sweep.toml", "--out", "{out}", "--set",
+                            "runs=1000000000"], ["memory", "--force"]),
+    # ---- reproduce
+    ("reproduce-unknown", ["reproduce", "nope-fig1", "--out", "{out}"], ["nope-fig1"]),
+    ("reproduce-preset", ["reproduce", "town-fig5", "--out", "{out}", "--preset", "huge"],
+     ["preset", "huge"]),
+    ("reproduce-set-range", ["reproduce", "town-fig1", "--out", "{out}", "--set", "m=0"],
+     ["town-fig1.m", "got 0"]),
+    ("reproduce-set-unknown", ["reproduce", "town-fig1", "--out", "{out}", "--set", "width=3"],
+     ["--set", "width", "town-fig1"]),
+    ("reproduce-set-yaml", ["reproduce", "town-fig1", "--out", "{out}", "--set", "m: [1"],
+     ["--set", "m: [1"]),
+    ("reproduce-set-tag", ["reproduce", "town-fig1", "--out", "{out}", "--set",
+                           "m=!!python/object:os.system 1"], ["town-fig1.m", "!!python"]),
+    ("reproduce-set-no-key", ["reproduce", "town-fig1", "--out", "{out}", "--set", "=1"],
+     ["--set", "=1"]),
+    ("reproduce-from-missing", ["reproduce", "town-fig5", "--out", "{out}", "--from",
+                                "{d}/nope"], ["--from", "nope"]),
+    ("reproduce-from-not-repro", ["reproduce", "town-fig5", "--out", "{out}", "--from",
+                                  "{d}/existing"], ["--from", "existing"]),
+    ("reproduce-from-with-set", ["reproduce", "town-fig5", "--out", "{out}", "--from",
+                                 "{d}/existing", "--set", "m=2"], ["--from", "--set"]),
+    # ---- plot, bench
+    ("plot-not-run", ["plot", "{d}/existing"], ["run", "existing", "results.nc"]),
+    ("plot-missing", ["plot", "{d}/nope"], ["run", "nope"]),
+    ("bench-unknown", ["bench", "nope"], ["nope"]),
+]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("battery")
+    world(d)
+    return d
+
+
+def listing(d: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(d)): (p.read_bytes() if p.is_file() else b"<dir>")
+            for p in sorted(d.rglob("*"))}
+
+
+def test_the_battery_is_large_and_names_are_unique():
+    assert len(CASES) > 120
+    assert len({c[0] for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize(("args", "fragments"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_refused_before_work(files, args, fragments, monkeypatch):
+    monkeypatch.chdir(files)
+    before = listing(files)
+    out = files / "out-never"
+    argv = [a.replace("{d}", str(files)).replace("{out}", str(out)) for a in args]
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    err = result.stderr
+    assert "Traceback" not in result.output and "internal error" not in err
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert errors, err
+    text = " ".join(errors)
+    for fragment in fragments:
+        assert fragment.replace("{d}", str(files)) in text, (fragment, text)
+    assert result.stdout == ""  # nothing reported as a result
+    assert not out.exists()
+    assert listing(files) == before  # nothing written, nothing changed (existing/keep.txt too)
+
+
+def test_full_disk_is_refused_before_training(files, monkeypatch, tmp_path):
+    """A file system without room for the estimated results refuses before training (the free
+    space is what shutil reports: here made 1 KiB)."""
+    import shutil
+    from collections import namedtuple
+
+    Usage = namedtuple("Usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: Usage(10**6, 10**6 - 1024, 1024))
+    out = tmp_path / "o"
+    result = CliRunner().invoke(app, ["run", str(files / "exp.toml"), "--out", str(out)])
+    assert result.exit_code == 2 and "free" in result.stderr and "--force" in result.stderr
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_full_tmpfs_is_refused_before_training(files, tmp_path):
+    """The same on a real 64 KiB tmpfs, where the machine lets the test mount one."""
+    import subprocess
+
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
+                          capture_output=True, check=False)
+    if made.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root in a mount namespace)")
+    try:
+        out = mnt / "o"
+        argv = ["run", str(files / "exp.toml"), "--out", str(out), "--set", "runs=2000"]
+        result = CliRunner().invoke(app, argv)
+        assert result.exit_code == 2 and "free" in result.stderr, result.output
+        assert list(mnt.iterdir()) == []
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)
+
+
+def test_changed_input_file_is_refused_on_resume(tmp_path, monkeypatch):
+    """--resume checks the content of every file the sweep read, not only its path."""
+    monkeypatch.chdir(tmp_path)
+    np.savez(tmp_path / "data.npz", X=np.eye(4), y=np.arange(1.0, 5.0))
+    (tmp_path / "base.toml").write_text(
+        'runs = 1\n[data]\nkind = "file"\npath = "data.npz"\n[model]\nwidth = 2\n'
+        '[init]\nscheme = "dpb"\n[train]\nlr = 0.1\nsteps = 3\n[record]\npoints = 2\n')
+    (tmp_path / "sw.toml").write_text('base = "base.toml"\n[grid]\n"model.width" = [2, 3]\n')
+    argv = ["sweep", "sw.toml", "--out", "sw", "--quiet"]
+    assert CliRunner().invoke(app, argv).exit_code == 0
+    np.savez(tmp_path / "data.npz", X=np.eye(4), y=np.arange(2.0, 6.0))  # same path, new labels
+    before = listing(tmp_path / "sw")
+    result = CliRunner().invoke(app, [*argv, "--resume"])
+    assert result.exit_code == 2 and "data.npz" in result.stderr and "changed" in result.stderr
+    assert listing(tmp_path / "sw") == before
+
+
+def test_damaged_batch_file_is_named_on_resume(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "exp.toml").write_text(EXP)
+    (tmp_path / "sw.toml").write_text(SWEEP)
+    argv = ["sweep", "sw.toml", "--out", "sw", "--quiet"]
+    assert CliRunner().invoke(app, argv).exit_code == 0
+    batch = sorted((tmp_path / "sw" / "batches").glob("*.nc"))[0]
+    batch.write_bytes(batch.read_bytes()[:200])
+    result = CliRunner().invoke(app, [*argv, "--resume"])
+    assert result.exit_code == 2 and batch.name in result.stderr and "delete" in result.stderr
+
+
+def test_results_go_to_stdout_and_progress_lines_to_stderr(tmp_path):
+    """Without a terminal: the summary on stdout, plain progress lines (not a bar) on stderr,
+    no line wrapped at 80 columns."""
+    (tmp_path / "exp.toml").write_text(EXP)
+    deep = tmp_path / ("a-long-folder-name-" * 6) / "run"
+    result = CliRunner().invoke(app, ["run", str(tmp_path / "exp.toml"), "--out", str(deep)])
+    assert result.exit_code == 0, result.output
+    assert str(deep) in result.stdout and "Written to" in result.stdout
+    assert any("runs: 1/1" in line for line in result.stderr.splitlines())
+    listing_ = CliRunner().invoke(app, ["list"])
+    assert "data kinds" in listing_.stdout and listing_.stderr == ""
+
+
+def test_gzip_is_not_mistaken_for_npz(tmp_path, monkeypatch):
+    """An .npz that is really gzip: one line naming the file, nothing written."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "exp.toml").write_text(EXP)
+    (tmp_path / "g.npz").write_bytes(gzip.compress(json.dumps([1, 2]).encode()))
+    result = CliRunner().invoke(app, ["run", "exp.toml", "--out", "o", "--set",
+                                      'data={kind="file", path="g.npz"}'])
+    assert result.exit_code == 2 and "g.npz" in result.stderr
+    assert not (tmp_path / "o").exists()

@@ -1,0 +1,164 @@
+"""Faults: a command killed (SIGKILL), interrupted (SIGINT, Ctrl-C) or terminated (SIGTERM) in the
+middle of its work, then run again or resumed, gives exactly the results of an uninterrupted run
+and leaves no temporary file behind; an interruption says what is done and how to go on."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from shallowflow.store import read_netcdf
+
+EXE = shutil.which("shallowflow") or str(Path(sys.executable).parent / "shallowflow")
+
+EXP = """name = "slow"
+runs = 2
+[data]
+kind = "sphere"
+n = 64
+d = 8
+[model]
+width = 32
+[init]
+scheme = "dpb"
+[train]
+lr = 0.05
+steps = 25000
+[record]
+points = 20
+"""
+
+SWEEP = """name = "sw"
+base = "sweep_exp.toml"
+max_batch = 2
+[grid]
+"model.width" = [4, 5, 6, 7, 8, 9]
+"""
+
+
+def start(args: list[str], cwd: Path) -> tuple[subprocess.Popen, Path]:
+    err = cwd / f"stderr-{time.monotonic_ns()}.txt"
+    proc = subprocess.Popen([EXE, *args], cwd=cwd, stdout=subprocess.DEVNULL,
+                            stderr=err.open("w"))
+    return proc, err
+
+
+def wait_for(condition, timeout: float = 120.0) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline and not condition():
+        time.sleep(0.1)
+    assert condition(), "the command never reached the point to interrupt"
+
+
+def leftovers(folder: Path) -> list[Path]:
+    return [p for p in folder.rglob(".*tmp-*")]
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "exp.toml").write_text(EXP)
+    (tmp_path / "sweep.toml").write_text(SWEEP)
+    (tmp_path / "sweep_exp.toml").write_text(EXP.replace("steps = 25000", "steps = 3000"))
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The uninterrupted run and sweep, made once for every fault test."""
+    d = tmp_path_factory.mktemp("whole")
+    (d / "exp.toml").write_text(EXP)
+    (d / "sweep.toml").write_text(SWEEP)
+    (d / "sweep_exp.toml").write_text(EXP.replace("steps = 25000", "steps = 3000"))
+    for cmd in (["run", "exp.toml", "--out", "run"], ["sweep", "sweep.toml", "--out", "sweep"]):
+        done = subprocess.run([EXE, *cmd, "--quiet"], cwd=d, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+    return d
+
+
+def same_results(a: Path, b: Path) -> None:
+    da, db = read_netcdf(a), read_netcdf(b)
+    assert set(da.data_vars) == set(db.data_vars)
+    for name in da.data_vars:
+        np.testing.assert_array_equal(da[name].values, db[name].values, err_msg=name)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT, signal.SIGTERM])
+def test_run_interrupted_then_run_again(files, reference, sig):
+    """A run is written only when complete: interrupted at any point it leaves nothing (SIGINT
+    and SIGTERM say so and exit 130 / 143), and the same command then gives the results of an
+    uninterrupted run."""
+    cmd = ["run", "exp.toml", "--out", "cut"]
+    proc, err = start(cmd, files)
+    wait_for(lambda: "runs:" in err.read_text())
+    time.sleep(0.5)
+    proc.send_signal(sig)
+    code = proc.wait(timeout=60)
+    assert code == {signal.SIGKILL: -9, signal.SIGINT: 130, signal.SIGTERM: 143}[sig]
+    if sig != signal.SIGKILL:
+        text = err.read_text()
+        assert "interrupted: nothing was written to cut" in text and "Traceback" not in text
+    assert not (files / "cut").exists() and not leftovers(files)
+    assert subprocess.run([EXE, *cmd, "--quiet"], cwd=files, capture_output=True).returncode == 0
+    for name in ("results.nc", "params.nc"):
+        same_results(files / "cut" / name, reference / "run" / name)
+    assert not leftovers(files)
+
+
+@pytest.mark.parametrize(("sig", "executor"), [
+    (signal.SIGKILL, "local"), (signal.SIGINT, "local"), (signal.SIGTERM, "dask"),
+])
+def test_sweep_interrupted_then_resumed(files, reference, sig, executor):
+    """Interrupted after its first batch, a sweep resumes (with the same executor) to exactly
+    the batches of an uninterrupted sweep; SIGINT/SIGTERM print the resume command; the
+    temporary files of a killed writer are cleaned by the resume."""
+    if executor == "dask":
+        pytest.importorskip("dask.distributed")
+    cmd = ["sweep", "sweep.toml", "--out", "cut", "--executor", executor]
+    proc, err = start(cmd, files)
+    batches = files / "cut" / "batches"
+    wait_for(lambda: batches.is_dir() and any(batches.glob("*.nc")), timeout=180)
+    (batches / f".x.nc.tmp-{_host()}-99999999-deadbeef").write_text("left by a killed writer")
+    proc.send_signal(sig)
+    proc.wait(timeout=120)
+    if sig != signal.SIGKILL:
+        text = err.read_text()
+        assert "interrupted:" in text and "--resume" in text and "Traceback" not in text
+    assert 1 <= len(list(batches.glob("*.nc"))) < 6
+    resumed = subprocess.run([EXE, *cmd, "--resume", "--quiet"], cwd=files, capture_output=True,
+                             text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    whole = reference / "sweep" / "batches"
+    names = sorted(p.name for p in batches.glob("*.nc"))
+    assert names == sorted(p.name for p in whole.glob("*.nc"))
+    for name in names:
+        same_results(batches / name, whole / name)
+    assert not leftovers(files / "cut")
+
+
+def _host() -> str:
+    from shallowflow.store import HOST
+
+    return HOST
+
+
+def test_reproduce_killed_then_run_again(files):
+    """A killed reproduction leaves only its temporary folder, which the next run of the same
+    command removes; that run completes."""
+    cmd = ["reproduce", "town-fig5", "--out", "rep", "--quiet"]
+    proc, _ = start(cmd, files)
+    wait_for(lambda: any(files.glob(".rep.tmp-*")))
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    assert not (files / "rep").exists() and any(files.glob(".rep.tmp-*"))
+    again = subprocess.run([EXE, *cmd], cwd=files, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert (files / "rep" / "claims.json").is_file() and not leftovers(files)
+    xr.open_dataset(files / "rep" / "results.nc", engine="h5netcdf").close()
