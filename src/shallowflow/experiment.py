@@ -79,6 +79,7 @@ def engine_config(exp: Experiment, lr: float | None = None) -> EngineConfig:
         parametrisation=settings["parametrisation"],
         tied_balance=exp.train.balance == "tied",
         activity_mask=settings["activity_mask"],
+        onedim=settings.get("onedim", False),  # train.onedim (docs/math.md §10)
     )
 
 

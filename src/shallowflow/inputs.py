@@ -17,6 +17,9 @@ canonical (n, R, ...) order, 1 is (R, n, ...). ``native`` and ``canonical`` conv
   bench/NOTES.md).
 - :class:`DiagonalInputs`: orthogonal data written in its own orthonormal basis, X = diag(s):
   Z = s * Wt and M = s * G, O(n R p) work instead of O(n d R p) (docs/math.md §0.3 fast path).
+- :class:`OneDimInputs`: one input coordinate and a bias, x_i = (x_i, 1), kept sorted: a neuron's
+  active set is then a prefix or a suffix of the sorted data, and a step needs no (n, R, p) array
+  at all (:mod:`shallowflow.onedim`, docs/math.md §10): O((n + p) log n) per run instead of O(n p).
 
 Contractions over an inner dimension of at most 4 (1-D data with a bias, three points) are
 unrolled into elementwise products: XLA's GEMM for such shapes is far slower than the arithmetic.
@@ -27,6 +30,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import jax.numpy as jnp
+import numpy as np
 from jax import Array
 
 SMALL = 4
@@ -148,4 +152,116 @@ class DiagonalInputs(NamedTuple):
         return DiagonalInputs(self.s[:, idx]) if self.per_run else self
 
 
-Inputs = SharedInputs | PerRunInputs | DiagonalInputs
+ONEDIM_CELLS = 32
+"""Grid cells per data point of :class:`OneDimInputs`' first guess of a neuron's cut."""
+ONEDIM_MAX_CELLS = 1 << 16
+
+
+class OneDimInputs(NamedTuple):
+    """Inputs (x_i, 1) with one coordinate and a bias, for the exact bucketed step of
+    :mod:`shallowflow.onedim` (docs/math.md §10). ``X`` is the data as given, (n, 2) shared or
+    (R, n, 2) per run (its last column exactly 1); ``xs`` (Rd, n) the sorted x (Rd = 1 shared, R per
+    run), ``order`` (Rd, n) the sorting permutation (xs[r, k] = x[order[r, k]]) and ``rank`` its
+    inverse. Sample-space arrays of the gradient (Z, the activity, the outputs) are returned in the
+    canonical order (n, R, ...) and the original sample order; the labels are read sorted.
+
+    The search for a neuron's cut starts from a uniform grid over the data: a kink c falls in
+    cell floor((c - ``x0``) ``inv_h``) (clipped to -1..G), and row g + 1 of ``window`` holds the
+    first sorted index L of the window of 2^K points searched for it and the points just outside
+    the window, x_{L-1} and x_{L+2^K} (-inf, +inf past the ends), which verify it. ``pad`` is xs
+    followed by 2^K + 1 copies of +inf; K, the same for every cell, is read off its shape."""
+
+    X: Array
+    xs: Array
+    order: Array
+    rank: Array
+    pad: Array
+    x0: Array
+    inv_h: Array
+    window: Array
+
+    @classmethod
+    def of(cls, X: Array) -> OneDimInputs:
+        """Sort the data X (n, 2) or (R, n, 2); ValueError unless its last column is exactly 1."""
+        X = jnp.asarray(X)
+        if X.ndim not in (2, 3) or X.shape[-1] != 2:
+            raise ValueError(f"onedim: needs inputs (x_i, 1) of shape (n, 2) or (R, n, 2), got "
+                             f"shape {X.shape}")
+        Xn = np.asarray(X)
+        if not np.all(Xn[..., 1] == 1):
+            raise ValueError("onedim: needs inputs (x_i, 1): the last input column (the bias) must "
+                             "be exactly 1")
+        x = Xn[..., 0].reshape(-1, Xn.shape[-2])  # (Rd, n)
+        if not np.all(np.isfinite(x)):
+            raise ValueError("onedim: the inputs must be finite")
+        order = np.argsort(x, axis=1, kind="stable")
+        xs = np.take_along_axis(x, order, axis=1)
+        grids = [_grid(row) for row in xs.astype(np.float64)]
+        K = max(g[3] for g in grids)
+        size = 1 << K
+        x0 = np.array([[g[0]] for g in grids])
+        inv_h = np.array([[g[1]] for g in grids])
+        window = np.stack([_window(row, g[2], size) for row, g in zip(xs, grids, strict=True)])
+        pad = np.concatenate([xs, np.full((xs.shape[0], size + 1), np.inf, xs.dtype)], axis=1)
+        dt = X.dtype
+        return cls(X, jnp.asarray(xs, dt), jnp.asarray(order, jnp.int32),
+                   jnp.asarray(np.argsort(order, axis=1), jnp.int32), jnp.asarray(pad, dt),
+                   jnp.asarray(x0, dt), jnp.asarray(inv_h, dt), jnp.asarray(window, dt))
+
+    @property
+    def n(self) -> int:
+        return self.xs.shape[1]
+
+    @property
+    def levels(self) -> int:
+        """K: the search window is 2^K points."""
+        return (self.pad.shape[1] - self.n - 1).bit_length() - 1
+
+    @property
+    def per_run(self) -> bool:
+        """True when every run has its own data (X of shape (R, n, 2))."""
+        return self.X.ndim == 3
+
+    def labels(self, y: Array) -> Array:
+        """Labels (n,) shared or (R, n) per run, in sorted order: (Rd, n)."""
+        if y.ndim == 1:
+            return y[self.order]
+        if self.order.shape[0] == 1:
+            return y[:, self.order[0]]
+        return jnp.take_along_axis(y, self.order, axis=1)
+
+    sample_axis = 0
+    native = canonical = staticmethod(_same)
+
+    def take_runs(self, idx: Array) -> OneDimInputs:
+        if not self.per_run:
+            return self
+        return OneDimInputs(*(v[idx] for v in self))
+
+
+def _grid(xs: np.ndarray) -> tuple[float, float, np.ndarray, int]:
+    """The uniform grid of sorted data xs (n,) (float64): x0, 1/h, the windows' first indices
+    (G + 2,) for the cells -1..G, and K (the windows hold at most 2^K + 1 cut positions). A kink in
+    cell g lies in [x0 + g h, x0 + (g + 1) h); its window spans two more cells on each side, so
+    that rounding of the kink and of its cell index stays inside (the step verifies it anyway)."""
+    n = len(xs)
+    G = min(ONEDIM_MAX_CELLS, ONEDIM_CELLS * n)
+    span = float(xs[-1] - xs[0])
+    h = span / G if span > 0 else 1.0
+    g = np.arange(-1, G + 1)
+    lo = np.searchsorted(xs, xs[0] + h * (g - 2), side="left")
+    hi = np.searchsorted(xs, xs[0] + h * (g + 3), side="right")
+    lo[g <= 1] = 0
+    hi[g >= G - 2] = n
+    K = int(np.ceil(np.log2(np.max(hi - lo) + 1)))
+    return float(xs[0]), 1.0 / h, lo, max(K, 1)
+
+
+def _window(xs: np.ndarray, lo: np.ndarray, size: int) -> np.ndarray:
+    """Rows (L, x_{L-1}, x_{L+size}) of the windows starting at ``lo`` (-inf/+inf past the
+    ends of the sorted data xs)."""
+    ext = np.concatenate([[-np.inf], xs, np.full(size + 1, np.inf)])  # ext[i + 1] = xs[i]
+    return np.stack([lo.astype(np.float64), ext[lo], ext[lo + size + 1]], axis=1)
+
+
+Inputs = SharedInputs | PerRunInputs | DiagonalInputs | OneDimInputs

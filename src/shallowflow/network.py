@@ -27,7 +27,7 @@ import numpy as np
 from jax import Array
 
 from shallowflow.activations import Activation
-from shallowflow.inputs import Inputs, SharedInputs
+from shallowflow.inputs import Inputs, OneDimInputs, SharedInputs
 from shallowflow.losses import Loss
 
 
@@ -73,8 +73,15 @@ def batch_loss_and_gradient(
     ``weights``: sample weights, a scalar or (n, 1)/(n, R) (minibatch estimators). ``mask``
     (n, R, p): persistent activity mask; a pair outside it is inactive (ReLU only). Sample-space
     arrays are computed in the inputs' native order (``inputs.sample_axis``) and returned in the
-    canonical one; conversions nobody uses are removed by the compiler.
+    canonical one; conversions nobody uses are removed by the compiler. One-dimensional inputs
+    with a bias (:class:`~shallowflow.inputs.OneDimInputs`) take the exact bucketed step of
+    :mod:`shallowflow.onedim` (docs/math.md §10).
     """
+    if isinstance(inputs, OneDimInputs):
+        from shallowflow import onedim  # imports this module
+
+        return onedim.batch_loss_and_gradient(a, Wt, inputs, y, kappa, activation, loss, weights,
+                                              mask)
     sa = inputs.sample_axis  # position of the sample axis; the run axis is the other one
     Z = inputs.pre(Wt)
     active = Z > 0 if mask is None else (Z > 0) & inputs.native(mask)

@@ -20,7 +20,7 @@ from jax import Array, lax
 from shallowflow.dynamics.config import EngineConfig
 from shallowflow.dynamics.state import EngineState, Reference, run_axis
 from shallowflow.dynamics.step import segment_body
-from shallowflow.inputs import SMALL, DiagonalInputs, Inputs
+from shallowflow.inputs import SMALL, DiagonalInputs, Inputs, OneDimInputs
 
 # XLA:CPU hands elementwise work and reductions to the YNNPACK library by default; for the
 # unrolled small contractions (d or n <= 4) and diagonal inputs that is 3-7x slower than XLA's own
@@ -87,6 +87,9 @@ def _segment_blocked(cfg: EngineConfig, block: int, step0: Array, state: EngineS
 _segment_gemm = jax.jit(segment_body, static_argnums=0)
 _segment_elementwise = jax.jit(functools.partial(segment_body, unroll=SMALL_UNROLL),
                                static_argnums=0, compiler_options=_NO_YNN)
+# the one-dimensional path (docs/math.md §10): not unrolled (its step is a few passes over the
+# neurons, and unrolled copies of the search only cost compile time)
+_segment_onedim = jax.jit(segment_body, static_argnums=0, compiler_options=_NO_YNN)
 _no_ynn_supported = [jax.default_backend() == "cpu"]
 _segment_blocked_jit = jax.jit(_segment_blocked, static_argnums=(0, 1), compiler_options=_NO_YNN)
 _segment_blocked_default = jax.jit(_segment_blocked, static_argnums=(0, 1))
@@ -116,6 +119,8 @@ def segment(cfg: EngineConfig, step0: Array, state: EngineState, targets: Array,
         return fn(cfg, block, *args)
     if _no_ynn_supported[0] and _is_elementwise(inputs):
         try:
+            if isinstance(inputs, OneDimInputs):
+                return _segment_onedim(cfg, *args)
             return _segment_elementwise(cfg, *args)
         except Exception as err:  # an XLA without this option: use the default compiler
             if "ynn" not in str(err).lower():

@@ -20,9 +20,7 @@ def _names(names: list[str]) -> str:
 
 @dataclass(frozen=True)
 class EngineConfig:
-    """Compile-time settings shared by all runs of a batch (hashable: a static jit argument).
-    ``coordinates`` is the :class:`~shallowflow.dynamics.parametrisation.Parametrisation` named
-    by ``parametrisation``, looked up once here."""
+    """Compile-time settings shared by all runs of a batch (hashable: a static jit argument)."""
 
     activation: Activation = RELU
     loss: Loss = field(default_factory=Loss)
@@ -35,19 +33,29 @@ class EngineConfig:
     parametrisation: str = "plain"  # a key of PARAMETRISATIONS
     tied_balance: bool = False  # a_j = s_j ||w_j|| exactly (parametrisations that offer it)
     activity_mask: bool = False
-    coordinates: Parametrisation = field(init=False, repr=False, compare=False)
+    onedim: bool = False  # inputs (x, 1): the exact bucketed step (shallowflow.onedim, math.md §10)
+
+    @property
+    def coordinates(self) -> Parametrisation:
+        """The :class:`~shallowflow.dynamics.parametrisation.Parametrisation` named by
+        ``parametrisation``."""
+        return PARAMETRISATIONS[self.parametrisation]
 
     def __post_init__(self) -> None:
-        coordinates = PARAMETRISATIONS.get(self.parametrisation)
-        if coordinates is None:
+        if self.parametrisation not in PARAMETRISATIONS:
             raise ValueError(f"parametrisation: must be {_names(list(PARAMETRISATIONS))}, got "
                              f"{self.parametrisation!r}")
-        object.__setattr__(self, "coordinates", coordinates)
-        if self.tied_balance and not coordinates.tied_balance:
+        if self.tied_balance and not self.coordinates.tied_balance:
             tied = [name for name, c in PARAMETRISATIONS.items() if c.tied_balance]
             raise ValueError(f"tied_balance: only with parametrisation {_names(tied)}")
         if self.activity_mask and (self.activation.leak != 0 or self.batch_size is not None):
             raise ValueError("activity_mask: needs ReLU (leak 0) and full-batch GD")
+        if self.onedim and self.activation.leak != 0:
+            raise ValueError("onedim: needs ReLU (leak 0); the leaky ReLU takes the dense path")
+        if self.onedim and self.batch_size is not None:
+            raise ValueError("onedim: needs full-batch GD; SGD (batch_size) takes the dense path")
+        if self.onedim and self.activity_mask:
+            raise ValueError("onedim: not with activity_mask (a mask per pair is O(n p))")
         unknown = [p for p in self.probes if p not in PROBES]
         if unknown:
             raise ValueError(f"probes: unknown {unknown}; allowed: {', '.join(PROBES)}")

@@ -5,9 +5,10 @@ The time loop is compiled (:mod:`~shallowflow.dynamics.step`); the host only loo
 segments of record points, for the progress bar, to stop once every run is frozen, and to
 re-batch once most runs are frozen (:mod:`~shallowflow.dynamics.rebatch`). Options:
 ``parametrisation`` (:mod:`~shallowflow.dynamics.parametrisation`; "lognorm" for tiny
-initialisations), ``activity_mask`` (:mod:`~shallowflow.dynamics.step`) and ``span``: simulate in
+initialisations), ``activity_mask`` (:mod:`~shallowflow.dynamics.step`), ``span``: simulate in
 an orthonormal basis of the data span (:mod:`~shallowflow.dynamics.span`), with the diagonal fast
-path for orthogonal data.
+path for orthogonal data, and ``onedim``: inputs (x, 1) sorted once, for the exact bucketed step
+of :mod:`shallowflow.onedim` (docs/math.md §10).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from shallowflow.dynamics.parametrisation import log_shift
 from shallowflow.dynamics.span import project, restore, span_of
 from shallowflow.dynamics.state import RUNNING, EngineState, Reference, status_arrays
 from shallowflow.dynamics.step import probe_context
-from shallowflow.inputs import DiagonalInputs, Inputs, PerRunInputs, SharedInputs
+from shallowflow.inputs import DiagonalInputs, Inputs, OneDimInputs, PerRunInputs, SharedInputs
 from shallowflow.network import Network, to_engine_layout
 
 
@@ -59,7 +60,7 @@ def _chunks(schedule: np.ndarray, per_call: int, min_steps: int) -> list[np.ndar
 
 def as_inputs(X: Array | np.ndarray | Inputs) -> Inputs:
     """Wrap data: X (n, d) shared, X (R, n, d) per run, or an Inputs object as is."""
-    if isinstance(X, (SharedInputs, PerRunInputs, DiagonalInputs)):
+    if isinstance(X, (SharedInputs, PerRunInputs, DiagonalInputs, OneDimInputs)):
         return X
     X = jnp.asarray(X)
     if X.ndim == 2:
@@ -171,6 +172,8 @@ def simulate(
     stop = jnp.full((R,), -jnp.inf, dtype) if stop_loss is None else jnp.asarray(stop_loss, dtype)
     keys = jax.random.split(jax.random.PRNGKey(0), R) if keys is None else keys
     W0 = np.asarray(net0.W)
+    if cfg.onedim and span:
+        raise ValueError("onedim: not with span (inputs (x, 1) are already their own basis)")
     in_span = span_of(np.asarray(X)) if span else None
     if in_span is not None:
         Wr, W_perp = project(W0.astype(np.float64), in_span.basis)
@@ -178,7 +181,16 @@ def simulate(
         W_engine = Wr.astype(dtype)
     else:
         inputs_raw, W_engine, W_perp = X, W0, np.zeros_like(W0)
-    inputs = jax.tree_util.tree_map(lambda v: jnp.asarray(v, dtype), as_inputs(inputs_raw))
+    if isinstance(inputs_raw, OneDimInputs) and not cfg.onedim:
+        raise ValueError("onedim: OneDimInputs need EngineConfig(onedim=True)")
+    if cfg.onedim:
+        raw = inputs_raw.X if isinstance(inputs_raw, (SharedInputs, PerRunInputs,
+                                                      OneDimInputs)) else inputs_raw
+        if isinstance(inputs_raw, DiagonalInputs):
+            raise ValueError("onedim: needs inputs (x_i, 1) as an array, not diagonal inputs")
+        inputs: Inputs = OneDimInputs.of(jnp.asarray(raw, dtype))
+    else:
+        inputs = jax.tree_util.tree_map(lambda v: jnp.asarray(v, dtype), as_inputs(inputs_raw))
     y = jnp.asarray(y, dtype)
     a0, Wt0 = to_engine_layout(Network(jnp.asarray(net0.a, dtype), jnp.asarray(W_engine, dtype)))
     with np.errstate(divide="ignore"):

@@ -34,7 +34,7 @@ from shallowflow.dynamics.state import (
     run_axis,
     select,
 )
-from shallowflow.inputs import DiagonalInputs, Inputs, PerRunInputs, SharedInputs
+from shallowflow.inputs import DiagonalInputs, Inputs, OneDimInputs, PerRunInputs, SharedInputs
 from shallowflow.network import BatchGradient, batch_loss_and_gradient
 from shallowflow.probes import PROBES, ProbeContext
 
@@ -49,6 +49,8 @@ def _minibatch(cfg: EngineConfig, inputs: Inputs, y: Array, keys: Array, step: A
     """Per-run minibatches (without replacement) as PerRunInputs, labels and weight n/B."""
     if isinstance(inputs, DiagonalInputs):
         raise ValueError("batch_size: SGD is not available with diagonal (span basis) inputs")
+    if isinstance(inputs, OneDimInputs):
+        raise ValueError("batch_size: SGD is not available on the one-dimensional path (onedim)")
     n, B = inputs.n, cfg.batch_size
     idx = jax.vmap(lambda k: jax.random.choice(jax.random.fold_in(k, step), n, (B,),
                                                replace=False))(keys)  # (R, B)
