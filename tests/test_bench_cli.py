@@ -12,7 +12,8 @@ from shallowflow.benchmarks import throughput, tiny
 from shallowflow.benchmarks.command import bench
 from shallowflow.benchmarks.suite import BENCHMARKS
 
-NAMES = ["throughput", "tiny", "reduced", "town_fig1", "limit_process", "dana_fig3", "presets"]
+NAMES = ["throughput", "tiny", "reduced", "town_fig1", "limit_process", "dana_fig3", "presets",
+         "onedim", "stationary"]
 
 
 def test_list_names_and_titles() -> None:

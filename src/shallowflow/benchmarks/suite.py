@@ -20,8 +20,10 @@ from typing import Any, NamedTuple
 from shallowflow.benchmarks import (
     dana_fig3,
     limit_process,
+    onedim,
     presets,
     reduced,
+    stationary,
     throughput,
     tiny,
     town_fig1,
@@ -59,6 +61,10 @@ BENCHMARKS: dict[str, Benchmark] = {
     "dana_fig3": Benchmark("DPB Figure 3 protocol and re-batching", dana_fig3.bench,
                            dana_fig3.table, dana_fig3.QUICK),
     "presets": Benchmark("Reproduction presets", presets.bench, presets.table, presets.QUICK),
+    "onedim": Benchmark("One-dimensional inputs with a bias: bucketed vs dense step",
+                        onedim.bench, onedim.table, onedim.QUICK),
+    "stationary": Benchmark("End-state verdict (stationary points)", stationary.bench,
+                            stationary.table, stationary.QUICK),
 }
 """The suite, in the order it runs (and RESULTS.md lists it)."""
 
