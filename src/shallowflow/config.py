@@ -40,6 +40,8 @@ from pydantic import (
 
 from shallowflow import data as datagen
 from shallowflow import init as inits
+from shallowflow import onedim as onedim_path
+from shallowflow.data.mnist import load_mnist_pair
 from shallowflow.errors import UserError
 from shallowflow.network import Network
 from shallowflow.probes import DEFAULT_PROBES, PROBES
@@ -321,6 +323,35 @@ class FileData(_GivenData):
         return X, y
 
 
+class MnistData(_GivenData):
+    """Two MNIST digits (docs/math.md §4.3): pixels in [0, 1], centred over the pair, digit
+    ``digits[0]`` labelled +1 and ``digits[1]`` -1; from a user's IDX or .npz files (``path``)
+    or, by default, the embedded 500-per-digit subset of the official training set."""
+
+    kind: Literal["mnist"]
+    digits: tuple[Annotated[int, Field(ge=0, le=9)], Annotated[int, Field(ge=0, le=9)]] = (1, 0)
+    path: str | None = None
+    labels_path: str | None = None
+    per_digit: int | None = Field(None, ge=1)
+    split: Literal["train", "test"] = "train"
+    _loaded: _Loaded = PrivateAttr()
+
+    @model_validator(mode="after")
+    def _load(self) -> MnistData:
+        if self.per_run:
+            raise ValueError("per_run: MNIST data is one fixed data set; per_run must be false")
+        if self.digits[0] == self.digits[1]:
+            raise ValueError(f"digits: need two different digits, got {list(self.digits)}")
+        pair = load_mnist_pair(self.digits, self.path, self.labels_path, self.per_digit,
+                               self.split)
+        self._loaded = _Loaded(np.asarray(pair.X, np.float64), np.asarray(pair.y, np.float64))
+        return self
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        X, y = self._loaded.arrays
+        return X, y
+
+
 class ArrayData(_GivenData):
     """Data given in memory: X (n, d) and y (n,) arrays (from Python; nested lists in a file).
     The run folder stores it like any other data."""
@@ -340,7 +371,7 @@ class ArrayData(_GivenData):
 
 DataSpec = Annotated[
     SphereData | OrthogonalData | OrthonormalData | ThreePointData | StewartData | TwoPointData
-    | TeacherData | FileData | ArrayData,
+    | TeacherData | FileData | ArrayData | MnistData,
     Field(discriminator="kind"),
 ]
 
@@ -593,6 +624,9 @@ class TrainSpec(_Strict):
     layers: Literal["both", "first"] = "both"
     stop_loss: float | None = Field(None, ge=0, description="freeze a run once L < stop_loss")
     dtype: Literal["float64", "float32"] = "float64"
+    onedim: Literal["auto", "on", "off"] = Field(
+        "auto", description="exact bucketed step for one input coordinate plus a bias "
+        "(docs/math.md §10; auto: when it pays)")
     parametrisation: Literal["auto", "plain", "lognorm"] = Field(
         "auto", description="lognorm: the log-norm parametrisation (auto: when lambda^2 underflows)")
     balance: Literal["free", "tied"] = Field(
@@ -620,6 +654,10 @@ class TrainSpec(_Strict):
             raise ValueError("span: 'on' needs full-batch GD, not sgd")
         if self.certify_tol is not None and self.certify == 0:
             raise ValueError("certify_tol: needs train.certify >= 1")
+        if self.optimizer == "sgd" and self.onedim == "on":
+            raise ValueError("onedim: 'on' needs full-batch GD, not sgd")
+        if self.onedim == "on" and "on" in (self.activity_mask, self.span):
+            raise ValueError("onedim: 'on' excludes activity_mask 'on' and span 'on'")
         return self
 
     @property
@@ -685,6 +723,10 @@ class Experiment(_Strict):
                                              or not isinstance(self.init, BalancedInit)):
             raise ValueError("train.balance: 'tied' needs init.scheme 'balanced' and the "
                              "log-norm parametrisation")
+        if self.train.onedim == "on" and (self.data.input_dim != 1 or not self.model.bias
+                                          or self.model.activation != "relu"):
+            raise ValueError("train.onedim: 'on' needs one input coordinate, model.bias = true "
+                             "and activation 'relu'")
         if self.train.loss in CLASSIFICATION_LOSSES and not self.data.sign_labels:
             raise ValueError(
                 f"train.loss: {self.train.loss!r} needs labels +1 or -1, but data.kind "
@@ -732,10 +774,16 @@ class Experiment(_Strict):
                         f"parametrisation: lambda^2 = exp({2 * lam:.4g}) is below the smallest "
                         f"normal {t.dtype} ({tiny:.3g}): using the log-norm parametrisation "
                         f"(docs/math.md §0.3)")
+        setting = "off" if t.onedim == "auto" and "on" in (t.activity_mask, t.span) else t.onedim
+        onedim, note = onedim_path.resolve(
+            setting, input_dim=self.data.input_dim, bias=self.model.bias, n=self.data.n_samples,
+            width=self.model.width, gd=t.optimizer == "gd", relu=self.model.activation == "relu")
+        if note:
+            notes.append(note)
         orthogonal = self.data.orthogonal_rows
         mask = t.activity_mask
         if mask == "auto":
-            mask = "on" if (orthogonal and self.model.activation == "relu"
+            mask = "on" if (not onedim and orthogonal and self.model.activation == "relu"
                             and t.optimizer == "gd") else "off"
             if mask == "on":
                 notes.append("activity_mask: on (orthogonal data: dead pairs never revive, "
@@ -743,11 +791,11 @@ class Experiment(_Strict):
         span = t.span
         if span == "auto":
             n, d = self.data.n_samples, self.input_dim
-            span = "on" if t.optimizer == "gd" and (orthogonal or n < d) else "off"
+            span = "on" if not onedim and t.optimizer == "gd" and (orthogonal or n < d) else "off"
             if span == "on":
                 notes.append("span: training in the span of the data (lossless)")
         return {"parametrisation": parametrisation, "activity_mask": mask == "on",
-                "span": span == "on"}, notes
+                "span": span == "on", "onedim": onedim}, notes
 
 
 # ---------------------------------------------------------------------------------- load / dump
