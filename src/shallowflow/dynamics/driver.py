@@ -78,7 +78,7 @@ def _initial_state(cfg: EngineConfig, a0: Array, Wt0: Array, log_scale: Array | 
     params = cfg.coordinates.initial(a0, Wt0, log_scale, cfg.tied_balance)
     mask = jnp.ones((n, R, p), bool) if cfg.activity_mask else None
     state = EngineState(params, jnp.full((R,), RUNNING, jnp.int32), -jnp.ones((R,), jnp.int64),
-                        mask)
+                        mask, params)
     log_perp = log_perp_sq + 2 * log_shift(a0, log_scale)[:, None]
     return state, Reference(jnp.exp(log_perp), log_perp, params)
 

@@ -31,6 +31,8 @@ class EngineState(NamedTuple):
     code: Array  # (R,) RUNNING, STOPPED or DIVERGED
     event_step: Array  # (R,) step at which the run froze, -1 while running
     mask: Array | None  # persistent activity mask (n, R, p), or None
+    backup: Params  # the parameters at the last record point where they and their loss were
+    # finite: a diverged run is put back to them (kept across segments and re-batching)
 
 
 class Reference(NamedTuple):

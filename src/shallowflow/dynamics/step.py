@@ -80,7 +80,8 @@ def _step(cfg: EngineConfig, st: EngineState, step: Array, inputs: Inputs, y: Ar
     code, event = freeze(st, below, ~jnp.isfinite(bg.loss), step)
     move = code == RUNNING
     mask = None if st.mask is None else jnp.where(move[None, :, None], bg.active, st.mask)
-    return EngineState(select(move, new, st.params), code, event, mask)
+    return st._replace(params=select(move, new, st.params), code=code, event_step=event,
+                       mask=mask)
 
 
 def probe_context(cfg: EngineConfig, params: Params, bg: BatchGradient | None,
@@ -110,10 +111,10 @@ def _record(cfg: EngineConfig, st: EngineState, step: Array, inputs: Inputs, y: 
     return st, {name: PROBES[name].fn(ctx) for name in cfg.probes}, bg.loss
 
 
-def _guard(st: EngineState, backup: Params, step: Array) -> EngineState:
+def _guard(st: EngineState, step: Array) -> EngineState:
     """At a record point: flag running runs whose parameters are non-finite, and put every
-    diverged run back to ``backup``, its parameters at the last record point where they and their
-    loss were finite. Runs that diverged earlier already hold ``backup``."""
+    diverged run back to ``st.backup``, its parameters at the last record point where they and
+    their loss were finite. Runs that diverged earlier already hold them."""
 
     def finite(x: Array) -> Array:
         ax = run_axis(x)
@@ -121,7 +122,7 @@ def _guard(st: EngineState, backup: Params, step: Array) -> EngineState:
 
     ok = jax.tree_util.tree_reduce(jnp.logical_and, jax.tree_util.tree_map(finite, st.params))
     code, event = freeze(st, jnp.zeros_like(ok), ~ok, step)
-    params = select(code == DIVERGED, backup, st.params)
+    params = select(code == DIVERGED, st.backup, st.params)
     return st._replace(params=params, code=code, event_step=event)
 
 
@@ -149,21 +150,24 @@ def segment_body(cfg: EngineConfig, step0: Array, state: EngineState, targets: A
                 c = body(c)
             return c
 
-        step, st, backup = carry
+        step, st = carry
+        backup, st = st.backup, st._replace(backup=None)  # not carried through the step loops
         if unroll > 1:
             step, st = lax.while_loop(lambda c: c[0] + unroll <= target, body_unrolled, (step, st))
         step, st = lax.while_loop(lambda c: c[0] < target, body, (step, st))
-        st = _guard(st, backup, step)
+        st = _guard(st._replace(backup=backup), step)
         shapes = jax.eval_shape(measure, st, step)
 
         def skip(st: EngineState, step: Array):  # a padding slot: a zero record, dropped later
             return st, *jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes[1:])
 
         st, rec, loss = lax.cond(index < count, measure, skip, st, step)
-        # the next backup: these parameters if their loss is finite (else keep the older ones)
-        backup = select(jnp.isfinite(loss), st.params, backup)
-        return (step, st, backup), rec
+        # the next backup: these parameters if they were measured here (not a padding slot,
+        # whose zero loss says nothing) and their loss is finite; else keep the older ones
+        keep_new = jnp.isfinite(loss) & (index < count)
+        st = st._replace(backup=select(keep_new, st.params, st.backup))
+        return (step, st), rec
 
-    (step, state, _), records = lax.scan(advance, (step0, state, state.params),
-                                         (targets, jnp.arange(targets.shape[0])))
+    (step, state), records = lax.scan(advance, (step0, state),
+                                      (targets, jnp.arange(targets.shape[0])))
     return step, state, records
