@@ -28,7 +28,8 @@ def spec(**over):
 def test_lambda_exp_minus_1000_runs_in_log_coordinates():
     exp = experiment_from_mapping(spec())
     settings, notes = exp.resolved()
-    assert settings == {"parametrisation": "lognorm", "activity_mask": True, "span": True}
+    assert settings == {"parametrisation": "lognorm", "activity_mask": True, "span": True,
+                        "onedim": False}
     assert any("log-norm parametrisation" in n for n in notes)
     assert "span: training in the span of the data (lossless)" in notes
     ds = simulate(exp)
@@ -67,7 +68,8 @@ def test_plain_parametrisation_on_sphere_data_keeps_defaults_off():
     exp = experiment_from_mapping(spec(data={"kind": "sphere", "n": 20, "d": 5},
                                        init={"scheme": "dpb"}))
     settings, notes = exp.resolved()
-    assert settings == {"parametrisation": "plain", "activity_mask": False, "span": False}
+    assert settings == {"parametrisation": "plain", "activity_mask": False, "span": False,
+                        "onedim": False}
     assert notes == []
 
 
