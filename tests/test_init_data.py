@@ -335,6 +335,7 @@ def _data_examples(tmp_path):
         "teacher": {"kind": "teacher", "n": 6, "d": 4},
         "file": {"kind": "file", "path": str(tmp_path / "d.npz")},
         "arrays": {"kind": "arrays", "X": [[1.0, 2.0], [3.0, 5.0]], "y": [1.0, -1.0]},
+        "mnist": {"kind": "mnist", "digits": [4, 9], "per_digit": 3},
     }
 
 
