@@ -114,11 +114,13 @@ def test_run_interrupted_then_run_again(files, reference, sig):
 
 @pytest.mark.parametrize(("sig", "executor"), [
     (signal.SIGKILL, "local"), (signal.SIGINT, "local"), (signal.SIGTERM, "dask"),
+    (signal.SIGKILL, "dask"),
 ])
 def test_sweep_interrupted_then_resumed(files, reference, sig, executor):
     """Interrupted after its first batch, a sweep resumes (with the same executor) to exactly
-    the batches of an uninterrupted sweep; SIGINT/SIGTERM print the resume command; the
-    temporary files of a killed writer are cleaned by the resume."""
+    the batches of an uninterrupted sweep; SIGINT/SIGTERM print the resume command; no process
+    it started (dask workers) outlives it; the temporary files of a killed writer are cleaned by
+    the resume."""
     if executor == "dask":
         pytest.importorskip("dask.distributed")
     cmd = ["sweep", "sweep.toml", "--out", "cut", "--executor", executor]
@@ -126,8 +128,10 @@ def test_sweep_interrupted_then_resumed(files, reference, sig, executor):
     batches = files / "cut" / "batches"
     wait_for(lambda: batches.is_dir() and any(batches.glob("*.nc")), timeout=180)
     (batches / f".x.nc.tmp-{_host()}-99999999-deadbeef").write_text("left by a killed writer")
+    children = descendants(proc.pid)  # e.g. the dask scheduler's workers
     proc.send_signal(sig)
     proc.wait(timeout=120)
+    wait_for(lambda: not any(Path(f"/proc/{c}").exists() for c in children), timeout=60)
     if sig != signal.SIGKILL:
         text = err.read_text()
         assert "interrupted:" in text and "--resume" in text and "Traceback" not in text
@@ -141,6 +145,20 @@ def test_sweep_interrupted_then_resumed(files, reference, sig, executor):
     for name in names:
         same_results(batches / name, whole / name)
     assert not leftovers(files / "cut")
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes below ``pid`` (Linux /proc; empty elsewhere)."""
+    found, todo = [], [pid]
+    while todo:
+        for task in Path(f"/proc/{todo.pop()}/task").glob("*"):
+            try:
+                kids = [int(k) for k in (task / "children").read_text().split()]
+            except OSError:
+                continue
+            found += kids
+            todo += kids
+    return found
 
 
 def _host() -> str:
