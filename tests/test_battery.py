@@ -462,3 +462,16 @@ def test_gzip_is_not_mistaken_for_npz(tmp_path, monkeypatch):
                                       'data={kind="file", path="g.npz"}'])
     assert result.exit_code == 2 and "g.npz" in result.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_long_jobs_are_announced_with_their_estimate(files, monkeypatch):
+    """A job estimated to take minutes gets a note with the arithmetic, memory and results before
+    any work (here it is then refused: its output folder exists)."""
+    monkeypatch.chdir(files)
+    result = CliRunner().invoke(app, ["run", "exp.toml", "--out", "existing", "--set",
+                                      "train.steps=10000000000", "--set", "record.points=10"])
+    assert result.exit_code == 2
+    note = [line for line in result.stderr.splitlines() if line.startswith("note: estimated")]
+    assert note and "flop" in note[0] and "min at" in note[0]
+    # 4 n d p steps = 4 * 6 * 3 * 4 * 1e10
+    assert f"{4 * 6 * 3 * 4 * 1e10:.3g}" in note[0]

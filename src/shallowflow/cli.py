@@ -23,6 +23,7 @@ import typer
 from rich.markup import escape
 
 from shallowflow.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USER, REPORT, error_lines
+from shallowflow.preflight import REFERENCE_FLOPS, Estimate, estimate, human
 from shallowflow.progress import console, out
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -78,6 +79,7 @@ def _again(signum: int, frame: object) -> None:
 
 SetOption = Annotated[Optional[list[str]],  # noqa: UP045 (typer needs Optional)
                       typer.Option("--set", "-s", help="override a field: key.path=value")]
+LONG_S = 120.0  # jobs estimated longer than this get a note with the estimate
 ForceOption = Annotated[bool, typer.Option(
     "--force", help="run even where the memory or disk estimate exceeds what the machine has")]
 
@@ -128,6 +130,16 @@ def _guard(interrupted: Callable[[], str]) -> Iterator[None]:
         raise typer.Exit(EXIT_INTERNAL) from None
 
 
+def _announce(est: Estimate) -> None:
+    """A note on stderr with the estimated arithmetic when the job is long (above
+    :data:`LONG_S` at the reference rate): a rough guide, not a promise."""
+    if est.seconds > LONG_S:
+        console.print(f"[cyan]note:[/] estimated work {est.flops:.3g} flop, memory "
+                      f"{human(est.memory)}, results {human(est.disk)}: roughly "
+                      f"{est.seconds / 60:.0f} min at {REFERENCE_FLOPS / 1e9:g} GFLOP/s",
+                      highlight=False)
+
+
 def _nothing_written(out_dir: Path) -> Callable[[], str]:
     return lambda: (f"nothing was written to {out_dir} (results are written only when "
                     "complete); run the same command again to start over")
@@ -148,6 +160,7 @@ def run(
         from shallowflow.runner import run_experiment
 
         exp = load_experiment(config, set_ or [])
+        _announce(estimate([(exp, exp.runs)]))
         ds = run_experiment(exp, out_dir, overwrite=overwrite, show_progress=not quiet,
                             force=force)
     for note in filter(None, ds.attrs.get("notes", "").split("\n")):
@@ -194,6 +207,8 @@ def sweep(
         from shallowflow.sweep import load_sweep, run_sweep
 
         sw = load_sweep(spec, set_ or [])
+        _announce(estimate([(p.experiment, p.experiment.runs) for p in sw.points],
+                           sw.max_batch, hold=False))
         table = run_sweep(sw, out_dir, resume=resume, executor=executor, address=address,
                           show_progress=not quiet, force=force)
     out.print(f"{sw.name}: {len(sw.points)} grid point(s), {len(table)} run(s); "
