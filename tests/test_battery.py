@@ -475,3 +475,62 @@ def test_long_jobs_are_announced_with_their_estimate(files, monkeypatch):
     assert note and "flop" in note[0] and "min at" in note[0]
     # 4 n d p steps = 4 * 6 * 3 * 4 * 1e10
     assert f"{4 * 6 * 3 * 4 * 1e10:.3g}" in note[0]
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_unreachable_dask_address_is_refused_before_any_folder(files, monkeypatch):
+    pytest.importorskip("dask.distributed")
+    from shallowflow import executors
+
+    monkeypatch.setattr(executors.DaskExecutor, "connect_timeout", 2.0)
+    monkeypatch.chdir(files)
+    address = f"tcp://127.0.0.1:{_closed_port()}"
+    before = listing(files)
+    result = CliRunner().invoke(app, ["sweep", "sweep.toml", "--out", "sw-dask", "--executor",
+                                      "dask", "--address", address])
+    assert result.exit_code == 2 and "--address" in result.stderr and address in result.stderr
+    assert "Traceback" not in result.output and listing(files) == before
+
+
+def test_a_port_speaking_another_protocol_is_refused(files, monkeypatch):
+    """A server that answers with bytes Dask cannot read (here an HTTP error) is named, without
+    a traceback or a huge allocation, and nothing is written."""
+    import socket
+    import threading
+
+    pytest.importorskip("dask.distributed")
+    from shallowflow import executors
+
+    monkeypatch.setattr(executors.DaskExecutor, "connect_timeout", 3.0)
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+
+    def answer() -> None:
+        server.settimeout(10)
+        try:
+            while True:
+                conn, _ = server.accept()
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n" * 4)
+                conn.close()
+        except OSError:
+            return
+
+    threading.Thread(target=answer, daemon=True).start()
+    monkeypatch.chdir(files)
+    before = listing(files)
+    try:
+        result = CliRunner().invoke(app, ["sweep", "sweep.toml", "--out", "sw-http", "--executor",
+                                          "dask", "--address", f"tcp://127.0.0.1:{port}"])
+    finally:
+        server.close()
+    assert result.exit_code == 2 and f"127.0.0.1:{port}" in result.stderr, result.output
+    assert "Traceback" not in result.output and listing(files) == before

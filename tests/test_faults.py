@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import xarray as xr
 
 from shallowflow.store import read_netcdf
 
@@ -113,8 +112,8 @@ def test_run_interrupted_then_run_again(files, reference, sig):
 
 
 @pytest.mark.parametrize(("sig", "executor"), [
-    (signal.SIGKILL, "local"), (signal.SIGINT, "local"), (signal.SIGTERM, "dask"),
-    (signal.SIGKILL, "dask"),
+    (signal.SIGKILL, "local"), (signal.SIGINT, "local"), (signal.SIGTERM, "local"),
+    (signal.SIGKILL, "dask"), (signal.SIGINT, "dask"), (signal.SIGTERM, "dask"),
 ])
 def test_sweep_interrupted_then_resumed(files, reference, sig, executor):
     """Interrupted after its first batch, a sweep resumes (with the same executor) to exactly
@@ -167,16 +166,24 @@ def _host() -> str:
     return HOST
 
 
-def test_reproduce_killed_then_run_again(files):
-    """A killed reproduction leaves only its temporary folder, which the next run of the same
-    command removes; that run completes."""
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
+def test_reproduce_interrupted_then_run_again(files, sig):
+    """An interrupted reproduction leaves only its temporary folder (SIGKILL) or nothing
+    (SIGINT, which says so); the next run of the same command removes what is left and gives the
+    results of an uninterrupted run (the saved results compared with a second complete run)."""
     cmd = ["reproduce", "town-fig5", "--out", "rep", "--quiet"]
-    proc, _ = start(cmd, files)
+    proc, err = start(cmd, files)
     wait_for(lambda: any(files.glob(".rep.tmp-*")))
-    proc.send_signal(signal.SIGKILL)
+    proc.send_signal(sig)
     proc.wait(timeout=60)
-    assert not (files / "rep").exists() and any(files.glob(".rep.tmp-*"))
+    assert not (files / "rep").exists()
+    if sig == signal.SIGINT:
+        assert "interrupted:" in err.read_text() and not any(files.glob(".rep*"))
     again = subprocess.run([EXE, *cmd], cwd=files, capture_output=True, text=True)
     assert again.returncode == 0, again.stderr
     assert (files / "rep" / "claims.json").is_file() and not leftovers(files)
-    xr.open_dataset(files / "rep" / "results.nc", engine="h5netcdf").close()
+    if sig == signal.SIGKILL:
+        whole = subprocess.run([EXE, "reproduce", "town-fig5", "--out", "whole", "--quiet"],
+                               cwd=files, capture_output=True, text=True)
+        assert whole.returncode == 0, whole.stderr
+        same_results(files / "rep" / "results.nc", files / "whole" / "results.nc")

@@ -61,13 +61,14 @@ class DaskExecutor:
 
     name = "dask"
 
-    def __init__(self, address: str | None = None, timeout: float = 10.0) -> None:
+    connect_timeout = 10.0  # seconds a scheduler has to answer :meth:`check`
+
+    def __init__(self, address: str | None = None) -> None:
         self.address = address
-        self.timeout = timeout
 
     def check(self) -> None:
         """dask.distributed is installed and, with an address, a Dask scheduler answers there
-        within ``timeout`` seconds (whatever fails, e.g. a port that speaks another protocol,
+        within ``connect_timeout`` seconds (whatever fails, e.g. a port that speaks another protocol,
         becomes one error line naming the address)."""
         try:
             from dask.distributed import Client
@@ -76,11 +77,11 @@ class DaskExecutor:
         if self.address is None:
             return
         try:
-            client = Client(self.address, timeout=self.timeout, set_as_default=False)
+            client = Client(self.address, timeout=self.connect_timeout, set_as_default=False)
         except Exception as err:  # any failure to connect is the address's
             detail = " ".join(f"{type(err).__name__}: {err}".split())[:200]
             raise UserError(f"--address: no Dask scheduler answered at {self.address!r} within "
-                            f"{self.timeout:g} s ({detail}); allowed: the address of a running "
+                            f"{self.connect_timeout:g} s ({detail}); allowed: the address of a running "
                             "scheduler, e.g. tcp://127.0.0.1:8786") from None
         client.close()
 
