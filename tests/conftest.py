@@ -9,6 +9,20 @@ from shallowflow.reproductions.claims import VERDICTS
 
 shallowflow.enable_float64()
 
+TINY_EXPERIMENT = """[data]
+kind = "sphere"
+n = 6
+d = 3
+[model]
+width = 4
+[init]
+scheme = "dpb"
+[train]
+lr = 0.1
+steps = 5
+"""
+"""A valid experiment that trains in a blink (the bad-input tests override one field of it)."""
+
 
 def check_reproduction_folder(folder, ids=None):
     """Checks every reproduction folder must pass: claims.json is a non-empty list of claims

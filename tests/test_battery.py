@@ -18,21 +18,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from conftest import TINY_EXPERIMENT
 from shallowflow.cli import app
 
-EXP = """name = "exp"
-[data]
-kind = "sphere"
-n = 6
-d = 3
-[model]
-width = 4
-[init]
-scheme = "dpb"
-[train]
-lr = 0.1
-steps = 5
-"""
+EXP = 'name = "exp"\n' + TINY_EXPERIMENT
 
 SWEEP = """name = "sw"
 base = "exp.toml"

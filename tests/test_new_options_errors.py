@@ -9,21 +9,10 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from conftest import TINY_EXPERIMENT
 from shallowflow.cli import app
 
-EXPERIMENT = """
-[data]
-kind = "sphere"
-n = 6
-d = 3
-[model]
-width = 4
-[init]
-scheme = "dpb"
-[train]
-lr = 0.1
-steps = 5
-"""
+EXPERIMENT = TINY_EXPERIMENT
 
 
 def refused(args: list[str], *fragments: str) -> str:

@@ -82,8 +82,8 @@ def estimate(jobs: Sequence[tuple[Experiment, int]], max_batch: int = 4096,
         held += runs * per_run
         planned += runs * PLAN_BYTES_PER_RUN
         disk += runs * per_run + 8 * n * (d + 1)
-        flops += 4.0 * n * d * p * steps * runs * (1 + 2 + 4 if exp.train.certify == 2
-                                                  else 1 + 2 if exp.train.certify else 1)
+        reruns = 2 ** (exp.train.certify + 1) - 1  # the run, then at lr/2 (2x), lr/4 (4x)
+        flops += 4.0 * n * d * p * steps * runs * reruns
     return Estimate(RUNTIME_BYTES + planned + peak + (2 * held if hold else 0), disk, flops)
 
 
