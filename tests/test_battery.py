@@ -72,6 +72,11 @@ def world(d: Path) -> None:
     (d / "afile").write_text("not a folder")
     (d / "existing").mkdir()
     (d / "existing" / "keep.txt").write_text("precious")
+    run_like(d / "runlike")
+    run_like(d / "certified")
+    (d / "certified" / "end_state.csv").write_text("precious")
+    run_like(d / "nodata")
+    (d / "nodata" / "data.nc").unlink()
     for name, text in {
         "grid_scalar": 'base = "exp.toml"\n[grid]\n"model.width" = 3\n',
         "grid_empty": 'base = "exp.toml"\n[grid]\n"model.width" = []\n',
@@ -86,6 +91,21 @@ def world(d: Path) -> None:
         "grid_table": 'base = "exp.toml"\ngrid = 3\n',
     }.items():
         (d / f"sw_{name}.toml").write_text(text)
+
+
+def run_like(folder: Path) -> None:
+    """A run folder's files (results, data, config), written here without training."""
+    import xarray as xr
+
+    folder.mkdir()
+    xr.Dataset({"loss": (("run", "time"), np.ones((1, 3))),
+                "a_final": (("run", "neuron"), np.ones((1, 2))),
+                "W_final": (("run", "neuron", "dim"), np.ones((1, 2, 3)))},
+               attrs={"kappa": 1.0, "loss_name": "square", "reduction": "mean",
+                      "leak": 0.0}).to_netcdf(folder / "results.nc")
+    xr.Dataset({"X": (("sample", "dim"), np.ones((4, 3))),
+                "y": (("sample",), np.ones(4))}).to_netcdf(folder / "data.nc")
+    (folder / "config.toml").write_text(EXP)
 
 
 RUN = ["run", "{d}/exp.toml", "--out", "{out}"]
@@ -128,6 +148,11 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("stop-loss-negative", run_set("train.stop_loss=-1"), ["train.stop_loss", "got -1"]),
     ("stop-loss-inf", run_set("train.stop_loss=inf"), ["train.stop_loss", "inf"]),
     ("dtype-unknown", run_set('train.dtype="float16"'), ["train.dtype", "float16"]),
+    ("stop-grad-zero", run_set("train.stop_grad=0"), ["train.stop_grad", "got 0"]),
+    ("max-seconds-negative", run_set("train.max_seconds=-5"), ["train.max_seconds", "got -5"]),
+    ("max-seconds-nan", run_set("train.max_seconds=nan"), ["train.max_seconds", "nan"]),
+    ("polish-unknown", run_set('train.polish="adam"'), ["train.polish", "adam"]),
+    ("certify-end-text", run_set('train.certify_end="maybe"'), ["train.certify_end", "maybe"]),
     ("certify-3", run_set("train.certify=3"), ["train.certify", "got 3"]),
     ("certify-tol-alone", run_set("train.certify_tol=0.1"), ["certify_tol", "certify"]),
     ("parametrisation-unknown", run_set('train.parametrisation="polar"'),
@@ -322,6 +347,25 @@ CASES: list[tuple[str, list[str], list[str]]] = [
                                   "{d}/existing"], ["--from", "existing"]),
     ("reproduce-from-with-set", ["reproduce", "town-fig5", "--out", "{out}", "--from",
                                  "{d}/existing", "--set", "m=2"], ["--from", "--set"]),
+    # ---- certify
+    ("certify-not-run", ["certify", "{d}/existing"], ["existing", "results.nc"]),
+    ("certify-missing", ["certify", "{d}/nope"], ["nope", "results.nc"]),
+    ("certify-no-data", ["certify", "{d}/nodata"], ["nodata", "data.nc"]),
+    ("certify-polish-unknown", ["certify", "{d}/runlike", "--polish", "magic"],
+     ["--polish", "magic", "newton"]),
+    ("certify-at-text", ["certify", "{d}/runlike", "--at", "middle"], ["--at", "middle"]),
+    ("certify-at-range", ["certify", "{d}/runlike", "--at", "99"], ["--at", "99", "-3..2"]),
+    ("certify-at-no-snapshots", ["certify", "{d}/runlike", "--at", "1"],
+     ["--at", "snapshots", "final"]),
+    ("certify-existing", ["certify", "{d}/certified"], ["end_state", "--overwrite"]),
+    # ---- animate
+    ("animate-not-run", ["animate", "{d}/existing"], ["existing", "results.nc"]),
+    ("animate-no-snapshots", ["animate", "{d}/runlike", "--out", "{out}.gif"],
+     ["snapshots", "record.snapshots"]),
+    ("animate-suffix", ["animate", "{d}/runlike", "--out", "{out}.avi"], [".avi", ".gif"]),
+    ("animate-run-range", ["animate", "{d}/runlike", "--run", "3"], ["--run", "got 3"]),
+    ("animate-existing", ["animate", "{d}/runlike", "--out", "{d}/afile"],
+     ["afile", "--overwrite"]),
     # ---- plot, bench
     ("plot-not-run", ["plot", "{d}/existing"], ["run", "existing", "results.nc"]),
     ("plot-missing", ["plot", "{d}/nope"], ["run", "nope"]),
@@ -523,3 +567,18 @@ def test_a_port_speaking_another_protocol_is_refused(files, monkeypatch):
         server.close()
     assert result.exit_code == 2 and f"127.0.0.1:{port}" in result.stderr, result.output
     assert "Traceback" not in result.output and listing(files) == before
+
+
+def test_a_command_run_in_process_restores_the_signal_handlers(files, monkeypatch):
+    """The CLI installs its SIGINT/SIGTERM/SIGALRM handlers for the command only: called
+    in-process (a notebook, a test), it leaves the caller's handlers as they were."""
+    import signal
+    import sys
+
+    monkeypatch.chdir(files)
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM)}
+    hook = sys.unraisablehook
+    for argv in (["list"], ["run", "exp.toml", "--out", "never", "--set", "train.lr=0"]):
+        CliRunner().invoke(app, argv)
+        assert {s: signal.getsignal(s) for s in before} == before
+        assert sys.unraisablehook is hook

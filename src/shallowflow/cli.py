@@ -1,4 +1,5 @@
-"""The command line: ``shallowflow run | sweep | reproduce | plot | demo | list | bench``.
+"""The command line: ``shallowflow run | certify | sweep | reproduce | plot | animate | demo |
+list | bench``.
 
 Every command checks what it can before any work and reports a problem a user can cause as one
 line per problem, ``error: <field or file>: <problem> (got <value>); <what is allowed>``, exit
@@ -35,16 +36,27 @@ class Terminated(BaseException):
 
 
 @app.callback()
-def _main() -> None:
+def _main(ctx: typer.Context) -> None:
     """Simulate, measure and predict how one-hidden-layer ReLU networks learn."""
     import matplotlib
 
     from shallowflow import enable_float64
 
+    saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGALRM)}
+    hook = sys.unraisablehook
     signal.signal(signal.SIGTERM, _interrupt(Terminated))
     signal.signal(signal.SIGINT, _interrupt(KeyboardInterrupt))
     signal.signal(signal.SIGALRM, _again)
     sys.unraisablehook = _quiet_interrupts
+
+    def restore() -> None:  # a command called in-process (tests, notebooks) leaves no trace
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        _PENDING.clear()
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
+        sys.unraisablehook = hook
+
+    ctx.call_on_close(restore)
     enable_float64()  # float64 is the default precision of every run
     matplotlib.use("Agg")  # figures are written to files; no display needed
 
@@ -171,8 +183,46 @@ def run(
     out.print(
         f"{exp.name}: {ds.sizes['run']} run(s), {int(ds.step[-1])} steps (flow time "
         f"{float(ds.time[-1]):g}); loss {float(loss[:, 0].mean()):.4g} -> "
-        f"{float(loss[:, -1].mean()):.4g} (mean over runs); stopped {int(ds.stopped.sum())}, "
-        f"diverged {int(ds.diverged.sum())}. Written to {out_dir}", highlight=False)
+        f"{float(loss[:, -1].mean()):.4g} (mean over runs); ended by {_counts(ds['stop_reason'])}"
+        + (f"; end states: {_counts(ds['end_label'])}" if "end_label" in ds else "")
+        + f". Written to {out_dir}", highlight=False)
+
+
+def _counts(values: object) -> str:
+    """'a 3, b 1': how often each value occurs, most frequent first."""
+    import pandas as pd
+
+    counts = pd.Series(getattr(values, "values", values)).value_counts()
+    return ", ".join(f"{k} {v}" for k, v in counts.items())
+
+
+@app.command()
+def certify(
+    run_dir: Annotated[Path, typer.Argument(help="a run directory (shallowflow run --out)")],
+    polish: Annotated[str, typer.Option(
+        help="first polish each end point: none, newton (nearest stationary point), bfgs or "
+        "lbfgs (nearest local minimum)")] = "none",
+    at: Annotated[str, typer.Option(
+        help="'final' or a record index of the snapshots a, W")] = "final",
+    overwrite: Annotated[bool, typer.Option(help="replace end_state.nc / end_state.csv")]
+    = False,
+) -> None:
+    """Certify each run's end state: global or strict local minimum, saddle (with its escape),
+    degenerate or not stationary, with the numbers (docs/math.md §9). Writes end_state.nc and
+    end_state.csv into RUN_DIR."""
+    with _guard(lambda: f"nothing was written to {run_dir}"):
+        from shallowflow.runner import certify_run
+        from shallowflow.stationary import end_table
+
+        end = certify_run(run_dir, polish, at, overwrite)
+    table = end_table(end)
+    shown = [c for c in ("run", "stop_reason", "label", "loss", "grad_norm", "zero_neurons",
+                         "dead_neurons", "kink_pairs", "eig_min", "escape_value",
+                         "polish_stop", "polish_distance") if c in table]
+    out.print(table[shown].to_string(index=False, float_format=lambda v: f"{v:.3g}"),
+              highlight=False, soft_wrap=True)
+    out.print(f"end states: {_counts(end['end_label'])}. Reasons and tolerances in "
+              f"{run_dir / 'end_state.csv'} and {run_dir / 'end_state.nc'}", highlight=False)
 
 
 def _sweep_state(spec: Path, out_dir: Path, set_: list[str]) -> Callable[[], str]:
@@ -211,7 +261,9 @@ def sweep(
                            sw.max_batch, hold=False))
         table = run_sweep(sw, out_dir, resume=resume, executor=executor, address=address,
                           show_progress=not quiet, force=force)
-    out.print(f"{sw.name}: {len(sw.points)} grid point(s), {len(table)} run(s); "
+    ended = (f"; ended by {_counts(table['stop_reason'])}" if "stop_reason" in table else "")
+    verdicts = f"; end states: {_counts(table['label'])}" if "label" in table else ""
+    out.print(f"{sw.name}: {len(sw.points)} grid point(s), {len(table)} run(s){ended}{verdicts}; "
               f"summary in {out_dir / 'summary.parquet'}", highlight=False)
 
 
@@ -287,6 +339,35 @@ def plot(
         with atomic_file(target) as tmp:
             fig.savefig(tmp, dpi=120, format="png")
     out.print(f"figure written to {target}", highlight=False)
+
+
+@app.command("animate")
+def animate_(
+    run_dir: Annotated[Path, typer.Argument(help="a run directory with snapshots "
+                                            "(record.snapshots = true)")],
+    target: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--out", help="a .gif (or .mp4 with the video extra); default RUN_DIR/animation.gif")]
+    = None,
+    run: Annotated[int, typer.Option(help="which run of the folder")] = 0,
+    fps: Annotated[float, typer.Option(help="frames per second")] = 8.0,
+    max_frames: Annotated[Optional[int], typer.Option(  # noqa: UP045
+        help="at most this many frames, evenly spaced over the records")] = None,
+    overwrite: Annotated[bool, typer.Option(help="replace an existing file")] = False,
+) -> None:
+    """Animate a run's neurons (polar plot) and network function over its recorded snapshots."""
+    target = target or run_dir / "animation.gif"
+    with _guard(lambda: f"nothing was written to {target}"):
+        from shallowflow.errors import OutputError, UserError
+        from shallowflow.plots.animate import animate
+        from shallowflow.store import load_run
+
+        ds = load_run(run_dir)
+        if not 0 <= run < ds.sizes["run"]:
+            raise UserError(f"--run: {run_dir} holds runs 0..{ds.sizes['run'] - 1} (got {run})")
+        if target.exists() and not overwrite:
+            raise OutputError(f"--out: {target} exists; pass --overwrite to replace it")
+        animate(ds, target, run=run, fps=fps, max_frames=max_frames)
+    out.print(f"animation written to {target}", highlight=False)
 
 
 @app.command()

@@ -623,6 +623,11 @@ class TrainSpec(_Strict):
     batch_size: int | None = Field(None, gt=0)
     layers: Literal["both", "first"] = "both"
     stop_loss: float | None = Field(None, ge=0, description="freeze a run once L < stop_loss")
+    stop_grad: float | None = Field(
+        None, gt=0, description="end a run once ||grad L||_2 < stop_grad (tested at record points)")
+    max_seconds: float | None = Field(
+        None, gt=0, description="wall-clock budget of each batch; runs then end with their "
+        "results so far (stop reason 'time')")
     dtype: Literal["float64", "float32"] = "float64"
     onedim: Literal["auto", "on", "off"] = Field(
         "auto", description="exact bucketed step for one input coordinate plus a bias "
@@ -637,6 +642,12 @@ class TrainSpec(_Strict):
         "auto", description="train in the span of the data (auto: when n < d or rows are orthogonal)")
     certify: int = Field(0, ge=0, le=2, description="rerun at lr/2 (1) and lr/4 (2)")
     certify_tol: float | None = Field(None, gt=0, description="required relative certificate")
+    polish: Literal["none", "newton", "bfgs", "lbfgs"] = Field(
+        "none", description="polish each end point to the nearest stationary point "
+        "(docs/math.md §9.5); the polished network and the distance moved are recorded")
+    certify_end: bool = Field(
+        False, description="certify each end state (minimum, saddle, not stationary; "
+        "docs/math.md §9.6), of the polished point when train.polish is set")
 
     @model_validator(mode="after")
     def _consistent(self) -> TrainSpec:

@@ -78,3 +78,76 @@ def max_rise(loss: np.ndarray) -> np.ndarray:
         rise = np.diff(loss, axis=-1) / loss[..., :-1]
     rise = np.where(np.isfinite(rise), rise, -np.inf)
     return rise.max(axis=-1, initial=-np.inf)
+
+
+def first_rise(values: np.ndarray, t: np.ndarray, levels: np.ndarray, *, inclusive: bool = False,
+               above_at_start: str = "start") -> np.ndarray:
+    """First time each level is crossed from below: :func:`first_crossing` of ``-values`` at
+    ``-levels`` (docs/math.md §8.2, mirrored): the first record with ``values > level`` (``>=``
+    with ``inclusive``), interpolated linearly with the record before. values, t (..., T), levels
+    (K,); returns (..., K)."""
+    return first_crossing(-np.asarray(values, float), t, -np.asarray(levels, float),
+                          inclusive=inclusive, below_at_start=above_at_start)
+
+
+def settling_time(values: np.ndarray, t: np.ndarray, rtol: float = 1e-3, atol: float = 0.0) -> np.ndarray:
+    """(...) first time after which the curve stays within tol = rtol |v_end| + atol of its last
+    recorded value v_end (docs/math.md §8.11): with k the last record where |v - v_end| > tol, the
+    linear interpolation of the crossing of tol by |v - v_end| between records k and k + 1; the
+    first time when no record is outside. values, t (..., T). Relative to the last record: a run
+    not yet converged settles at its end."""
+    values = np.asarray(values, float)
+    t = np.broadcast_to(np.asarray(t, float), values.shape)
+    dev = np.abs(values - values[..., -1:])
+    tol = rtol * np.abs(values[..., -1:]) + atol
+    outside = dev > tol
+    T = values.shape[-1]
+    last = T - 1 - np.argmax(outside[..., ::-1], axis=-1)  # last record outside (if any)
+    k = np.minimum(last, T - 2)[..., None]
+
+    def at(v: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        return np.take_along_axis(v, idx, axis=-1)[..., 0]
+
+    d0, d1, t0, t1 = at(dev, k), at(dev, k + 1), at(t, k), at(t, k + 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cross = t0 + (d0 - tol[..., 0]) / (d0 - d1) * (t1 - t0)
+    return np.where(outside.any(axis=-1), cross, t[..., 0])
+
+
+BF_ALIGN_LEVEL = 0.9  # fraction of the live positive neurons aligned: end of the alignment phase
+BF_GROWTH_FRACTION = 0.01  # positive mass / its final value: end of Phase 2a (growth has started)
+BF_FIT_FRACTION = 0.01  # (L - L_lim)/(L(0) - L_lim): end of Phase 2 (output at the OLS line)
+BF_SETTLE_RTOL = 1e-3  # relative band around the final loss: convergence
+
+
+def bf_phase_ends(t: np.ndarray, loss: np.ndarray, positive_mass: np.ndarray, aligned: np.ndarray,
+                  *, limit_loss: np.ndarray | float | None = None, align_level: float = BF_ALIGN_LEVEL,
+                  growth_fraction: float = BF_GROWTH_FRACTION, fit_fraction: float = BF_FIT_FRACTION,
+                  settle_rtol: float = BF_SETTLE_RTOL) -> dict[str, np.ndarray]:
+    """The ends of Boursier-Flammarion's training phases read off recorded curves (docs/math.md
+    §8.11; the phases of §2.4). All curves (..., T), t (..., T) or (T,); returns (...) per key:
+
+    * ``alignment``: first rise (:func:`first_rise`, inclusive) of ``aligned`` (e.g. the fraction
+      of live positive neurons within delta of an extremal vector, ``theory.bf_alignment``) to
+      ``align_level``;
+    * ``phase2a``: first rise of log(positive_mass / positive_mass(end)) to log(growth_fraction)
+      (positive_mass = sum_{a_j > 0} |a_j| ||w_j||: the positive neurons have started to grow);
+    * ``phase2``: first crossing (:func:`first_crossing`) of the normalised excess loss
+      (L - L_lim)/(L(t_0) - L_lim) below ``fit_fraction``, L_lim = ``limit_loss`` (the OLS loss
+      for Theorem 2) or, by default, the last recorded loss;
+    * ``convergence``: :func:`settling_time` of the loss with ``settle_rtol``.
+
+    NaN where a curve never reaches its level."""
+    loss = np.asarray(loss, float)
+    L_lim = loss[..., -1] if limit_loss is None else np.broadcast_to(np.asarray(limit_loss, float),
+                                                                      loss.shape[:-1])
+    mass = np.asarray(positive_mass, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel_mass = np.log(mass / mass[..., -1:])
+        excess = (loss - L_lim[..., None]) / (loss[..., :1] - L_lim[..., None])
+    return {
+        "alignment": first_rise(aligned, t, [align_level], inclusive=True)[..., 0],
+        "phase2a": first_rise(rel_mass, t, [math.log(growth_fraction)], inclusive=True)[..., 0],
+        "phase2": first_crossing(excess, t, [fit_fraction])[..., 0],
+        "convergence": settling_time(loss, t, settle_rtol),
+    }

@@ -39,7 +39,7 @@ from shallowflow.probes import PROBES
 
 DATA_STREAM, INIT_STREAM, SGD_STREAM = 0, 1, 2  # key streams of a run (module docstring)
 BATCHABLE = ("name", "seed", "runs", "init.scale", "init.log_scale", "train.stop_loss",
-             "data.seed", "record.at_steps", "record.at_times")
+             "train.stop_grad", "data.seed", "record.at_steps", "record.at_times")
 
 
 @dataclass(frozen=True)
@@ -184,6 +184,7 @@ class BatchInputs:
     X: np.ndarray  # (n, d) shared or (R, n, d)
     y: np.ndarray
     stop_loss: np.ndarray
+    stop_grad: np.ndarray
     keys: jax.Array
     schedule: np.ndarray
     dtype: str
@@ -224,8 +225,10 @@ def prepare_batch(refs: Sequence[RunRef]) -> BatchInputs:
     net0 = jax.tree_util.tree_map(lambda v: v.astype(dtype), net0)
     stop = np.array([np.inf * -1 if r.experiment.train.stop_loss is None
                      else r.experiment.train.stop_loss for r in refs])
+    stop_grad = np.array([-np.inf if r.experiment.train.stop_grad is None
+                          else r.experiment.train.stop_grad for r in refs])
     return BatchInputs(refs, engine_config(first), net0, X.astype(dtype), y.astype(dtype), stop,
-                       sgd_keys, batch_schedule(refs), dtype, log_scale, settings["span"], notes)
+                       stop_grad, sgd_keys, batch_schedule(refs), dtype, log_scale, settings["span"], notes)
 
 
 def to_dataset(batch: BatchInputs, result: EngineResult) -> xr.Dataset:
@@ -243,6 +246,7 @@ def to_dataset(batch: BatchInputs, result: EngineResult) -> xr.Dataset:
         "run_index": ("run", np.array([r.index for r in batch.refs])),
         "log_scale": ("run", np.full(R, np.nan) if batch.log_scale is None else batch.log_scale),
         "stop_loss": ("run", batch.stop_loss.astype(float)),
+        "stop_grad": ("run", batch.stop_grad.astype(float)),
     }
     variables: dict[str, Any] = {}
     for name, values in result.records.items():
@@ -262,6 +266,8 @@ def to_dataset(batch: BatchInputs, result: EngineResult) -> xr.Dataset:
         "kappa": exp.kappa,
         "time_scale": exp.time_scale,
         "loss_name": exp.train.loss,
+        "activation": exp.model.activation,
+        "leak": exp.model.leak,
         "reduction": exp.train.reduction,
         "dtype": batch.dtype,
         "time_units": "flow time: step * lr (dtheta/dt = -T grad L)",
@@ -289,7 +295,8 @@ def _run_engine(batch: BatchInputs, level: int = 0,
     cfg = engine_config(exp, exp.train.lr / 2**level)
     return engine_simulate(cfg, batch.net0, batch.X, batch.y, batch.schedule * 2**level,
                            batch.stop_loss, batch.keys, progress=progress,
-                           log_scale=batch.log_scale, span=batch.span)
+                           log_scale=batch.log_scale, span=batch.span, stop_grad=batch.stop_grad,
+                           max_seconds=exp.train.max_seconds)
 
 
 def run_batch(batch: BatchInputs,
@@ -301,7 +308,23 @@ def run_batch(batch: BatchInputs,
     levels = batch.refs[0].experiment.train.certify
     if levels:
         ds = _certify(ds, batch, result, levels)
-    return ds
+    return end_states(ds, batch)
+
+
+def end_states(ds: xr.Dataset, batch: BatchInputs) -> xr.Dataset:
+    """Polish (``train.polish``) and certify (``train.certify_end``) each run's end point
+    (:func:`shallowflow.stationary.certify_dataset`, docs/math.md §9.5-9.6): adds
+    ``a_polished``, ``W_polished``, ``end_polish_*`` and the verdict ``end_label``,
+    ``end_reason``, ``end_*`` numbers. A no-op when neither is asked for."""
+    train = batch.refs[0].experiment.train
+    if train.polish == "none" and not train.certify_end:
+        return ds
+    from shallowflow.stationary import certify_dataset  # scipy: only when asked for
+
+    end = certify_dataset(ds, batch.X, batch.y,
+                          polish_method=None if train.polish == "none" else train.polish,
+                          judge=train.certify_end)
+    return ds.merge(end, combine_attrs="drop_conflicts")
 
 
 def _certify(ds: xr.Dataset, batch: BatchInputs, result: EngineResult, levels: int) -> xr.Dataset:

@@ -1,16 +1,31 @@
-"""Run an experiment into a run directory: validate, check the output folder, train, write."""
+"""Run folders: run an experiment into one (validate, check the output folder, train, write), and
+certify the end states of its runs (``shallowflow certify``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import get_args
 
 import xarray as xr
 
-from shallowflow.config import Experiment, dump_toml
+from shallowflow.config import Experiment, dump_toml, read_mapping
+from shallowflow.errors import OutputError, UserError
 from shallowflow.preflight import check_memory, estimate
-from shallowflow.store import atomic_dir, check_output_dir, provenance, write_run
+from shallowflow.stationary import certify_dataset, end_table
+from shallowflow.stationary.polish import PolishMethod
+from shallowflow.store import (
+    atomic_dir,
+    atomic_file,
+    check_output_dir,
+    load_run,
+    provenance,
+    write_netcdf,
+    write_run,
+)
 from shallowflow.training import train
+
+POLISH_METHODS = ("none", *get_args(PolishMethod))
 
 DATA_VARS = ("X", "y")
 
@@ -34,3 +49,50 @@ def run_experiment(exp: Experiment, out: str | Path, overwrite: bool = False,
         write_run(folder, ds, data, dump_toml(exp.model_dump(mode="json")),
                   provenance(seeds=[exp.seed], runs=int(ds.sizes["run"])))
     return ds
+
+
+END_STATE_FILES = ("end_state.nc", "end_state.csv")
+"""What ``shallowflow certify`` writes into a run folder."""
+
+
+def certify_run(folder: str | Path, polish: str = "none", at: str = "final",
+                overwrite: bool = False) -> xr.Dataset:
+    """Certify the end state of every run of a run folder (docs/math.md §9.6) and write
+    ``end_state.nc`` (the ``end_*`` Dataset, polished networks included) and ``end_state.csv``
+    (:func:`~shallowflow.stationary.end_table`) beside its results, atomically. ``at``: "final"
+    or a record index of the snapshots a, W. Everything is checked before any work."""
+    folder = Path(folder)
+    if not (folder / "results.nc").is_file():
+        raise UserError(f"{folder}: holds no results.nc; certify takes a run folder (written "
+                        "by shallowflow run)")
+    if not (folder / "data.nc").is_file():
+        raise UserError(f"{folder}: holds no data.nc, so the loss cannot be evaluated; certify "
+                        "takes a run folder written by shallowflow run")
+    if polish not in POLISH_METHODS:
+        raise UserError(f"--polish: unknown method (got {polish!r}); allowed: "
+                        f"{', '.join(POLISH_METHODS)}")
+    existing = [name for name in END_STATE_FILES if (folder / name).exists()]
+    if existing and not overwrite:
+        raise OutputError(f"{folder / existing[0]}: exists; pass --overwrite to replace it")
+    ds = load_run(folder)
+    where: str | int = at
+    if at != "final":
+        if not at.lstrip("-").isdigit() or not -ds.sizes["time"] <= int(at) < ds.sizes["time"]:
+            raise UserError(f"--at: must be 'final' or a record index in "
+                            f"{-ds.sizes['time']}..{ds.sizes['time'] - 1} (got {at!r})")
+        if "a" not in ds or "W" not in ds:
+            raise UserError(f"--at: {folder} recorded no snapshots of a and W (record the "
+                            "probes 'a' and 'W'); only 'final' can be certified")
+        where = int(at)
+    if "leak" not in ds.attrs:  # folders written before the activation was stored
+        model = read_mapping(folder / "config.toml", "config").get("model", {})
+        ds.attrs["leak"] = float(model.get("leak", 0.0))
+    end = certify_dataset(ds, at=where, polish_method=None if polish == "none" else polish)
+    for name in ("stop_reason", "end_step"):
+        if name in ds:
+            end[name] = ds[name]
+    table = end_table(end)
+    write_netcdf(end, folder / "end_state.nc")
+    with atomic_file(folder / "end_state.csv") as tmp:
+        table.to_csv(tmp, index=False)
+    return end

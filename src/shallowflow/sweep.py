@@ -44,6 +44,7 @@ from shallowflow.config import (
 from shallowflow.executors import StepCallback, make_executor
 from shallowflow.experiment import RunRef
 from shallowflow.preflight import check_memory, estimate
+from shallowflow.stationary import end_table
 from shallowflow.store import (
     ENGINE,
     atomic_file,
@@ -272,13 +273,16 @@ def load_batches(out: str | Path) -> list[xr.Dataset]:
 
 
 def summarise(out: str | Path) -> pd.DataFrame:
-    """Rebuild ``summary.parquet``: one row per finished run, with its grid values."""
+    """Rebuild ``summary.parquet``: one row per finished run, with its grid values, why it
+    stopped (``stop_reason``, ``end_step``) and, with ``train.certify_end``, its end-state
+    verdict (``label``, ``grad_norm``, ``eig_min``, ...: :func:`shallowflow.stationary.end_table`)."""
     out = Path(out)
     record = json.loads((out / "plan.json").read_text())
     values = {p["id"]: p["values"] for p in record["points"]}
     rows = []
     for ds in load_batches(out):
         loss = ds["loss"].values
+        ends = end_table(ds).drop(columns="run").to_dict("records")
         for r in range(ds.sizes["run"]):
             pid = int(ds["point"].values[r])
             rows.append({
@@ -291,6 +295,7 @@ def summarise(out: str | Path) -> pd.DataFrame:
                 "diverged": bool(ds["diverged"].values[r]),
                 "diverge_step": int(ds["diverge_step"].values[r]),
                 "final_time": float(ds["time"].values[-1]),
+                **ends[r],
             })
     table = pd.DataFrame(rows)
     if len(table):

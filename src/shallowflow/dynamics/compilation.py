@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from jax import Array, lax
 
 from shallowflow.dynamics.config import EngineConfig
-from shallowflow.dynamics.state import EngineState, Reference, run_axis
+from shallowflow.dynamics.state import EngineState, Reference, Stop, run_axis
 from shallowflow.dynamics.step import segment_body
 from shallowflow.inputs import SMALL, DiagonalInputs, Inputs, OneDimInputs
 
@@ -53,15 +53,15 @@ def _unblocks(tree, axis_of: Callable[[Array], int]):
 
 
 def _segment_blocked(cfg: EngineConfig, block: int, step0: Array, state: EngineState,
-                     targets: Array, count: Array, inputs: DiagonalInputs, y: Array, stop_loss: Array,
+                     targets: Array, count: Array, inputs: DiagonalInputs, y: Array, stop: Stop,
                      keys: Array, ref: Reference):
     """The segment for blocks of ``block`` runs at a time, each block running the whole time
     loop while its state stays in cache (runs are independent, so results are identical). For
     the memory-bound diagonal path this saves most of the per-step memory traffic."""
-    R = stop_loss.shape[0]
+    R = stop.loss.shape[0]
     nb = R // block
     per_run_data = inputs.per_run
-    blocked = _blocks((state, stop_loss, keys, ref), nb, block)
+    blocked = _blocks((state, stop, keys, ref), nb, block)
     if per_run_data:
         s_b = jnp.moveaxis(inputs.s.reshape(inputs.n, nb, block), 1, 0)
         y_b = y.reshape(nb, block, -1)
@@ -110,10 +110,10 @@ def _is_elementwise(inputs: Inputs) -> bool:
 
 
 def segment(cfg: EngineConfig, step0: Array, state: EngineState, targets: Array, count: Array,
-            inputs: Inputs, y: Array, stop_loss: Array, keys: Array, ref: Reference):
+            inputs: Inputs, y: Array, stop: Stop, keys: Array, ref: Reference):
     """Run a compiled segment, choosing XLA's CPU options (and run blocking) for the layout."""
-    args = (step0, state, targets, count, inputs, y, stop_loss, keys, ref)
-    block = _block_size(inputs, stop_loss.shape[0])
+    args = (step0, state, targets, count, inputs, y, stop, keys, ref)
+    block = _block_size(inputs, stop.loss.shape[0])
     if block > 1:
         fn = _segment_blocked_jit if _no_ynn_supported[0] else _segment_blocked_default
         return fn(cfg, block, *args)

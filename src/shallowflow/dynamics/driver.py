@@ -27,7 +27,14 @@ from shallowflow.dynamics.compilation import segment
 from shallowflow.dynamics.config import EngineConfig
 from shallowflow.dynamics.parametrisation import log_shift
 from shallowflow.dynamics.span import project, restore, span_of
-from shallowflow.dynamics.state import RUNNING, EngineState, Reference, status_arrays
+from shallowflow.dynamics.state import (
+    RUNNING,
+    EngineState,
+    Reference,
+    Stop,
+    status_arrays,
+    time_out,
+)
 from shallowflow.dynamics.step import probe_context
 from shallowflow.inputs import DiagonalInputs, Inputs, OneDimInputs, PerRunInputs, SharedInputs
 from shallowflow.network import Network, to_engine_layout
@@ -84,11 +91,14 @@ def _initial_state(cfg: EngineConfig, a0: Array, Wt0: Array, log_scale: Array | 
 
 
 def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs: Inputs, y: Array,
-                  stop: Array, keys: Array, schedule: np.ndarray, per_call: int,
-                  progress: Callable[[int, int], None] | None,
-                  rebatch: bool) -> tuple[EngineState, Reference, dict[str, np.ndarray]]:
-    """The host loop over compiled segments; returns the final state and records (R, S, ...)."""
-    R = stop.shape[0]
+                  stop: Stop, keys: Array, schedule: np.ndarray, per_call: int,
+                  progress: Callable[[int, int], None] | None, rebatch: bool,
+                  deadline: float | None = None,
+                  ) -> tuple[EngineState, Reference, dict[str, np.ndarray]]:
+    """The host loop over compiled segments; returns the final state and records (R, S, ...).
+    Past ``deadline`` (``time.perf_counter()`` seconds) the running runs end at the last record
+    step ("time"), and their remaining records are copies of it, as for any frozen run."""
+    R = stop.loss.shape[0]
     total = int(schedule[-1])
     step = jnp.zeros((), jnp.int64)
     pieces: list[dict[str, np.ndarray]] = []
@@ -114,6 +124,8 @@ def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs:
         done += len(chunk)
         if progress is not None:
             progress(int(chunk[-1]), total)
+        if deadline is not None and done < len(schedule) and time.perf_counter() > deadline:
+            state = time_out(state, int(chunk[-1]))
         code = np.asarray(state.code)
         if np.all(code != RUNNING) and done < len(schedule):
             # every run is frozen: the remaining records are exact copies of the last one
@@ -129,7 +141,7 @@ def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs:
             current = current[keep]
             state, ref = rb.take_runs(state, keep), rb.take_runs(full_ref, current)
             cur_inputs, cur_y = inputs.take_runs(current), y[current] if y.ndim == 2 else y
-            cur_stop, cur_keys = stop[current], keys[current]
+            cur_stop, cur_keys = Stop(stop.loss[current], stop.grad_sq[current]), keys[current]
     if len(current) < R:
         state, ref = rb.put_runs(full_state, state, current), full_ref
     return state, ref, {k: np.moveaxis(np.concatenate([p[k] for p in pieces]), 0, 1)
@@ -149,6 +161,8 @@ def simulate(
     log_scale: Array | np.ndarray | None = None,
     span: bool = False,
     rebatch: bool = True,
+    stop_grad: Array | np.ndarray | None = None,
+    max_seconds: float | None = None,
 ) -> EngineResult:
     """Train the batch of networks ``net0`` (a (R, p), W (R, p, d)) and record probes at
     ``schedule``.
@@ -156,7 +170,11 @@ def simulate(
     X, y: shared (n, d), (n,); per run (R, n, d), (R, n); or an :mod:`~shallowflow.inputs`
     object. ``schedule``: strictly increasing record steps starting at 0 (see
     :func:`~shallowflow.dynamics.schedule.record_schedule`). ``stop_loss`` (R,): per-run early-stop
-    threshold (None: never). ``keys`` (R,): per-run keys for SGD sampling. ``log_scale`` (R,): the
+    threshold (None: never). ``stop_grad`` (R,): end a run once ||grad L||_2 < stop_grad at a record
+    point after step 0 (None: never). ``max_seconds``: wall-clock budget of the whole call,
+    compilation included, tested between compiled segments (at most 1/50 of the steps each); runs
+    still running then end "time" (``stop_reason``) with their results up to that point.
+    ``keys`` (R,): per-run keys for SGD sampling. ``log_scale`` (R,): the
     trained network is exp(log_scale) * net0 (so lambda = exp(-1000) is expressible; required
     scale information for the lognorm parametrisation, else lambda = 1). ``span``: train in the
     span basis of the data (:mod:`~shallowflow.dynamics.span`; X must be an array). ``rebatch``:
@@ -164,12 +182,16 @@ def simulate(
     records are exact copies of their last one, so results are identical; a new shape compiles
     once). ``progress(done_steps, total_steps)`` is called after each compiled segment.
     """
+    deadline = None if max_seconds is None else time.perf_counter() + max_seconds
     schedule = np.asarray(schedule, dtype=np.int64)
     if schedule.ndim != 1 or len(schedule) == 0 or schedule[0] != 0 or np.any(np.diff(schedule) <= 0):
         raise ValueError("schedule: must be a strictly increasing 1-D array of steps starting at 0")
     R = net0.a.shape[0]
     dtype = net0.W.dtype
-    stop = jnp.full((R,), -jnp.inf, dtype) if stop_loss is None else jnp.asarray(stop_loss, dtype)
+    never = jnp.full((R,), -jnp.inf, dtype)
+    grad = never if stop_grad is None else jnp.asarray(stop_grad, dtype)
+    stop = Stop(never if stop_loss is None else jnp.asarray(stop_loss, dtype),
+                jnp.where(grad > 0, grad**2, -jnp.inf))  # -inf (never) must stay -inf
     keys = jax.random.split(jax.random.PRNGKey(0), R) if keys is None else keys
     W0 = np.asarray(net0.W)
     if cfg.onedim and span:
@@ -202,7 +224,7 @@ def simulate(
     start = probe_context(cfg, state.params, None, ref)
     per_call = max(1, min(records_per_call, len(schedule)))
     state, ref, records = _run_segments(cfg, state, ref, inputs, y, stop, keys, schedule, per_call,
-                                        progress, rebatch)
+                                        progress, rebatch, deadline)
     end = probe_context(cfg, state.params, None, ref)
 
     def full_W(Wt: Array) -> np.ndarray:
@@ -216,7 +238,7 @@ def simulate(
     log_final = None
     if cfg.coordinates.log_final:
         log_final = {"log_norm": np.asarray(end.log_norm), "log_abs_a": np.asarray(end.log_abs_a)}
-    status = status_arrays(np.asarray(state.code), np.asarray(state.event_step))
+    status = status_arrays(np.asarray(state.code), np.asarray(state.event_step), int(schedule[-1]))
     return EngineResult(
         Network(np.asarray(start.a), full_W(start.Wt)), Network(np.asarray(end.a), full_W(end.Wt)),
         status, records, schedule, log_final)

@@ -1,8 +1,13 @@
 """The engine state of a batch and per-run status (docs/math.md §0.3).
 
-Per-run status, updated every step:
-- early stop: once L(theta_k) < stop_loss (GD; for SGD tested with the full loss at record points)
+Per-run status, updated every step; the code says why a run ended (``STOP_REASONS``):
+- "loss": once L(theta_k) < stop_loss (GD; for SGD tested with the full loss at record points)
   the run freezes and ``stop_step`` = k;
+- "gradient": once ||grad L(theta_k)||_2 < stop_grad, tested at record points (the norm over the
+  trained parameters, plain units);
+- "time": the batch's wall-clock budget ran out (tested on the host between compiled segments);
+  the runs still running freeze at the last record step;
+- "steps": the run reached the last step (it was still running at the end);
 - divergence: once L(theta_k) is non-finite (tested every step), or the parameters are
   non-finite at a record point (tested there), the run is flagged ``diverged`` with
   ``diverge_step`` = that step, and it is frozen at its parameters of the last record point where
@@ -23,7 +28,17 @@ from jax import Array
 
 from shallowflow.dynamics.parametrisation import Params
 
-RUNNING, STOPPED, DIVERGED = 0, 1, 2
+RUNNING, STOPPED, DIVERGED, GRADIENT, TIMEOUT = 0, 1, 2, 3, 4
+STOP_REASONS = {RUNNING: "steps", STOPPED: "loss", DIVERGED: "diverged", GRADIENT: "gradient",
+                TIMEOUT: "time"}
+"""Why a run ended, by its final code (a run still running at the end used its step budget)."""
+
+
+class Stop(NamedTuple):
+    """Per-run early-stop thresholds (R,): the loss and the squared gradient norm (-inf: never)."""
+
+    loss: Array
+    grad_sq: Array
 
 
 class EngineState(NamedTuple):
@@ -52,10 +67,23 @@ def freeze(st: EngineState, stop_now: Array, diverge_now: Array, step: Array):
     return code, event
 
 
-def status_arrays(code: np.ndarray, event_step: np.ndarray) -> dict[str, np.ndarray]:
-    """The public per-run status: stopped, stop_step, diverged, diverge_step (-1 if none)."""
+def time_out(st: EngineState, step: int) -> EngineState:
+    """The wall-clock budget ran out: every running run ends at ``step`` ("time")."""
+    running = st.code == RUNNING
+    return st._replace(code=jnp.where(running, TIMEOUT, st.code),
+                       event_step=jnp.where(running, step, st.event_step))
+
+
+def status_arrays(code: np.ndarray, event_step: np.ndarray,
+                  last_step: int) -> dict[str, np.ndarray]:
+    """The public per-run status: ``stop_reason`` (``STOP_REASONS``), ``end_step`` (the step of
+    the end state: where the run froze, else ``last_step``), and the older views ``stopped``
+    (reason "loss"), ``stop_step``, ``diverged``, ``diverge_step`` (-1 if none)."""
     stopped, diverged = code == STOPPED, code == DIVERGED
-    return {"stopped": stopped, "stop_step": np.where(stopped, event_step, -1),
+    reason = np.array([STOP_REASONS[int(c)] for c in code], dtype=object)
+    return {"stop_reason": reason.astype(str),
+            "end_step": np.where(code == RUNNING, last_step, event_step),
+            "stopped": stopped, "stop_step": np.where(stopped, event_step, -1),
             "diverged": diverged, "diverge_step": np.where(diverged, event_step, -1)}
 
 

@@ -27,9 +27,11 @@ from shallowflow.dynamics.config import EngineConfig
 from shallowflow.dynamics.parametrisation import Params
 from shallowflow.dynamics.state import (
     DIVERGED,
+    GRADIENT,
     RUNNING,
     EngineState,
     Reference,
+    Stop,
     freeze,
     run_axis,
     select,
@@ -63,11 +65,11 @@ def _minibatch(cfg: EngineConfig, inputs: Inputs, y: Array, keys: Array, step: A
 
 
 def _step(cfg: EngineConfig, st: EngineState, step: Array, inputs: Inputs, y: Array,
-          stop_loss: Array, keys: Array) -> EngineState:
+          stop: Stop, keys: Array) -> EngineState:
     """One GD/SGD step of all runs, with early stop and divergence handling."""
     if cfg.batch_size is None:
         bg = _gradient(cfg, st, inputs, y)
-        below = bg.loss < stop_loss
+        below = bg.loss < stop.loss
     else:
         Xb, yb, weight = _minibatch(cfg, inputs, y, keys, step)
         bg = _gradient(cfg, st, Xb, yb, weights=weight)
@@ -101,13 +103,18 @@ def probe_context(cfg: EngineConfig, params: Params, bg: BatchGradient | None,
 
 
 def _record(cfg: EngineConfig, st: EngineState, step: Array, inputs: Inputs, y: Array,
-            stop_loss: Array, ref: Reference) -> tuple[EngineState, dict, Array]:
-    """Full-batch probes of all runs (and, for SGD, the early-stop test on the full loss)."""
+            stop: Stop, ref: Reference) -> tuple[EngineState, dict, Array]:
+    """Full-batch probes of all runs, the gradient-norm stop test and, for SGD, the early-stop
+    test on the full loss (docs/math.md §0.3)."""
     bg = _gradient(cfg, st, inputs, y)
+    never = jnp.zeros_like(bg.loss, dtype=bool)
     if cfg.batch_size is not None:
-        code, event = freeze(st, bg.loss < stop_loss, jnp.zeros_like(bg.loss, dtype=bool), step)
+        code, event = freeze(st, bg.loss < stop.loss, never, step)
         st = st._replace(code=code, event_step=event)
     ctx = probe_context(cfg, st.params, bg, ref)
+    flat = (st.code == RUNNING) & (ctx.grad_norm_sq < stop.grad_sq) & (step > 0)
+    st = st._replace(code=jnp.where(flat, GRADIENT, st.code),
+                     event_step=jnp.where(flat, step, st.event_step))
     return st, {name: PROBES[name].fn(ctx) for name in cfg.probes}, bg.loss
 
 
@@ -127,7 +134,7 @@ def _guard(st: EngineState, step: Array) -> EngineState:
 
 
 def segment_body(cfg: EngineConfig, step0: Array, state: EngineState, targets: Array,
-                 count: Array, inputs: Inputs, y: Array, stop_loss: Array, keys: Array,
+                 count: Array, inputs: Inputs, y: Array, stop: Stop, keys: Array,
                  ref: Reference, unroll: int = 1):
     """Advance all runs through the record steps ``targets[:count]``, measuring at each (the
     rest of ``targets`` is padding to the compiled length: no steps and no probes there; their
@@ -136,14 +143,14 @@ def segment_body(cfg: EngineConfig, step0: Array, state: EngineState, targets: A
     state) is comparable to a step."""
 
     def measure(st: EngineState, step: Array):
-        return _record(cfg, st, step, inputs, y, stop_loss, ref)
+        return _record(cfg, st, step, inputs, y, stop, ref)
 
     def advance(carry, target_and_index):
         target, index = target_and_index
 
         def body(c):
             step, st = c
-            return step + 1, _step(cfg, st, step, inputs, y, stop_loss, keys)
+            return step + 1, _step(cfg, st, step, inputs, y, stop, keys)
 
         def body_unrolled(c):
             for _ in range(unroll):

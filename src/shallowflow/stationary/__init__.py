@@ -32,8 +32,9 @@ from shallowflow.stationary.verdict import (
     Verdict,
     certify_dataset,
     certify_point,
+    end_table,
 )
 
 __all__ = ["VERDICTS", "Escape", "Extrema", "Polished", "Problem", "Spectrum", "Tolerances",
-           "Verdict", "as_network", "certify_dataset", "certify_point", "extrema", "polish",
-           "problem", "smooth_spectrum"]
+           "Verdict", "as_network", "certify_dataset", "certify_point", "end_table", "extrema",
+           "polish", "problem", "smooth_spectrum"]

@@ -85,14 +85,20 @@ def _pick(U: np.ndarray, values: np.ndarray, d: int, exact: bool, method: str) -
                    len(U))
 
 
+def circle_boundaries(X: np.ndarray) -> np.ndarray:
+    """The sorted distinct angles in [0, 2 pi) of the directions orthogonal to the non-zero x_k
+    (d = 2): the ends of the arcs on which the activation pattern is constant (docs/math.md §9.3)."""
+    X = np.asarray(X, dtype=np.float64)
+    Xn = X[np.linalg.norm(X, axis=1) > 0]
+    phi = np.arctan2(Xn[:, 1], Xn[:, 0])
+    return np.unique(np.mod(np.concatenate([phi + np.pi / 2, phi - np.pi / 2]), 2 * np.pi))
+
+
 def circle_candidates(X: np.ndarray, g: np.ndarray, activation: Activation = RELU) -> np.ndarray:
     """The candidate unit directions of the exact search for d = 2 (docs/math.md §9.3): the 2n
     boundary directions orthogonal to each x_k and +-D_A / ||D_A|| for the pattern A of each arc."""
     X = np.asarray(X, dtype=np.float64)
-    Xn = X[np.linalg.norm(X, axis=1) > 0]
-    phi = np.arctan2(Xn[:, 1], Xn[:, 0])
-    bounds = np.mod(np.concatenate([phi + np.pi / 2, phi - np.pi / 2]), 2 * np.pi)
-    bounds = np.unique(bounds)
+    bounds = circle_boundaries(X)
     if bounds.size == 0:
         return np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
     nxt = np.concatenate([bounds[1:], [bounds[0] + 2 * np.pi]])

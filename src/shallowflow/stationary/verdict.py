@@ -9,8 +9,9 @@ Neurons are sorted into (§9.4): zero (||w_j|| <= tol_zero max(1, max_k ||w_k||)
 no sample with <w_j, x_k> > 0), smooth (the rest); a pair (j, k) of a non-zero neuron is at a kink
 when |<w_j, x_k>| <= tol_kink ||w_j|| ||x_k||. The decisions, in order:
 
-1. not stationary: ||grad L||_2 > tol_grad;
-2. global minimum: L - floor <= tol_loss;
+1. global minimum: L - floor <= tol_loss (the loss is at its floor to tolerance, whatever the
+   gradient: near a minimiser the gradient is only O(sqrt(L - floor)));
+2. not stationary: ||grad L||_2 > tol_grad;
 3. saddle: a direction of descent of order two or less: a smooth-part eigenvalue (symmetry modes
    projected out) below -tol_curv (kept only if its eigenvector, or its negative, activates no
    kink pair); or at a zero neuron or a neuron's kink pairs, a second-order escape
@@ -26,14 +27,15 @@ outputs, which the local-minimum test of §9.4 uses.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
-from shallowflow.activations import RELU, Activation
+from shallowflow.activations import Activation
 from shallowflow.losses import Loss
 from shallowflow.network import Network
 from shallowflow.stationary.derivatives import (
@@ -45,7 +47,7 @@ from shallowflow.stationary.derivatives import (
     problem,
 )
 from shallowflow.stationary.escape import Extrema, extrema
-from shallowflow.stationary.polish import Polished, PolishMethod, polish
+from shallowflow.stationary.polish import PolishMethod, polish
 from shallowflow.stationary.spectrum import DENSE_MAX, Spectrum, SpectrumMethod, smooth_spectrum
 
 VerdictLabel = Literal["global minimum", "strict local minimum", "saddle", "degenerate",
@@ -229,10 +231,10 @@ def certify_point(net: Network, prob: Problem, floor: float = 0.0,
     n_smooth_params = int(neuron_index(p, d, smooth).size)
     converged = spec.converged if spec is not None else True
 
-    if grad_norm > tol_grad:
-        label, reason = "not stationary", f"||grad L||_2 = {grad_norm:.3g} > {tol_grad:.3g}"
-    elif loss - floor <= tol.loss:
+    if loss - floor <= tol.loss:
         label, reason = "global minimum", f"L - floor = {loss - floor:.3g} <= {tol.loss:.3g}"
+    elif grad_norm > tol_grad:
+        label, reason = "not stationary", f"||grad L||_2 = {grad_norm:.3g} > {tol_grad:.3g}"
     elif negative or descending:
         label = "saddle"
         if descending:
@@ -282,60 +284,93 @@ def _pick_network(ds: xr.Dataset, run: int, at: str | int) -> Network:
 
 
 def certify_dataset(ds: xr.Dataset, X: object | None = None, y: object | None = None, *,
-                    at: str | int = "final", activation: Activation = RELU,
+                    at: str | int = "final", activation: Activation | None = None,
                     loss: Loss | None = None, kappa: float | None = None, floor: float = 0.0,
                     tol: Tolerances = Tolerances(), polish_method: PolishMethod | None = None,
                     polish_tol: float = 1e-12, polish_iter: int = 50,
                     spectrum_method: SpectrumMethod = "auto", dense_max: int = DENSE_MAX,
-                    runs: Sequence[int] | None = None) -> xr.Dataset:
+                    runs: Sequence[int] | None = None, judge: bool = True,
+                    progress: Callable[[int, int], None] | None = None) -> xr.Dataset:
     """The verdict of every run of a results Dataset (docs/math.md §9.6), as a Dataset over
     ``run`` with variables ``end_*`` and the tolerances in its attributes.
 
     ``X``, ``y``: the data as the network sees them (bias column included), shared (n, d) or per
     run (R, n, d); None takes ``ds["X"]``, ``ds["y"]`` (``train(..., keep_data=True)``). The loss,
-    reduction and kappa default to the Dataset's attributes ``loss_name``, ``reduction``,
-    ``kappa``; the activation is not stored there (ReLU by default). ``at``: "final" (a_final,
-    W_final) or a time index of the recorded snapshots a, W. ``polish_method``: polish each run
-    first (:func:`~shallowflow.stationary.polish.polish`) and judge the polished point; the
-    distance moved and the polish's stop reason are added."""
+    reduction, kappa and activation default to the Dataset's attributes ``loss_name``,
+    ``reduction``, ``kappa``, ``leak`` (ReLU when absent). ``at``: "final" (a_final, W_final) or
+    a time index of the recorded snapshots a, W. ``polish_method``: polish each run first
+    (:func:`~shallowflow.stationary.polish.polish`) and judge the polished point; the polished
+    networks (``a_polished``, ``W_polished``), the distance moved and the polish's stop reason are
+    added. ``judge=False``: polish only (no ``end_label``). ``progress(done, total)`` after each
+    run."""
     X = ds["X"].values if X is None else np.asarray(X)
     y = ds["y"].values if y is None else np.asarray(y)
     loss = loss or Loss(ds.attrs.get("loss_name", "square"), ds.attrs.get("reduction", "mean"))
     kappa = float(ds.attrs["kappa"]) if kappa is None else float(kappa)
+    activation = activation or Activation(float(ds.attrs.get("leak", 0.0)))
     chosen = list(range(ds.sizes["run"])) if runs is None else [int(r) for r in runs]
     rows: list[dict[str, Any]] = []
-    directions = []
-    for r in chosen:
+    directions, polished = [], []
+    for i, r in enumerate(chosen):
         Xr = X[r] if X.ndim == 3 else X
         yr = y[r] if y.ndim == 2 else y
         prob = problem(Xr, yr, loss, kappa, activation)
         net = _pick_network(ds, r, at)
-        pol: Polished | None = None
+        row: dict[str, Any] = {}
         if polish_method is not None:
             pol = polish(net, prob, polish_method, polish_tol, polish_iter, tol.zero)
             net = pol.network
-        v = certify_point(net, prob, floor, tol, spectrum_method, dense_max)
-        row = v.as_dict()
-        if pol is not None:
+            polished.append(net)
             row.update(polish_stop=pol.stop, polish_distance=pol.distance,
                        polish_relative_distance=pol.relative_distance,
                        polish_iterations=pol.iterations, loss_before_polish=pol.loss_before,
-                       grad_norm_before_polish=pol.grad_norm_before)
+                       grad_norm_before_polish=pol.grad_norm_before,
+                       loss_after_polish=pol.loss_after, grad_norm_after_polish=pol.grad_norm_after)
+        if judge:
+            v = certify_point(net, prob, floor, tol, spectrum_method, dense_max)
+            row = {**v.as_dict(), **row}
+            directions.append(v.escape.direction if v.escape is not None
+                              else np.full(Xr.shape[1], np.nan))
         rows.append(row)
-        directions.append(v.escape.direction if v.escape is not None
-                          else np.full(Xr.shape[1], np.nan))
+        if progress is not None:
+            progress(i + 1, len(chosen))
     out = xr.Dataset(coords={"run": ds["run"].values[chosen]})
-    for key in rows[0]:
-        values = np.array([row[key] for row in rows])
-        out[f"end_{key}"] = ("run", values)
-    out["end_escape_direction"] = (("run", "dim"), np.array(directions))
-    out.attrs.update({"verdicts": ", ".join(VERDICTS), "at": str(at), "floor": floor,
-                      "activation": activation.name, "leak": activation.leak,
-                      "loss_name": loss.name, "reduction": loss.reduction, "kappa": kappa,
-                      "polish": polish_method or "none",
-                      **{f"tolerance_{k}": v for k, v in asdict(tol).items()},
-                      "tolerance_rule": "grad, loss absolute; curvature relative to "
-                                        "max(1, max|eigenvalue|) (end_tol_curvature is the "
-                                        "absolute value used per run); zero relative to "
-                                        "max(1, max||w||); kink relative to ||w|| ||x||"})
+    for key in rows[0] if rows else ():
+        out[f"end_{key}"] = ("run", np.array([row[key] for row in rows]))
+    if judge and rows:
+        out["end_escape_direction"] = (("run", "dim"), np.array(directions))
+    if polished:
+        out["a_polished"] = (("run", "neuron"), np.array([np.asarray(n.a) for n in polished]))
+        out["W_polished"] = (("run", "neuron", "dim"),
+                             np.array([np.asarray(n.W) for n in polished]))
+    out.attrs.update({"at": str(at), "floor": floor, "activation": activation.name,
+                      "leak": activation.leak, "loss_name": loss.name,
+                      "reduction": loss.reduction, "kappa": kappa,
+                      "polish": polish_method or "none"})
+    if judge:
+        out.attrs.update({"verdicts": ", ".join(VERDICTS),
+                          **{f"tolerance_{k}": v for k, v in asdict(tol).items()},
+                          "tolerance_rule": "grad, loss absolute; curvature relative to "
+                                            "max(1, max|eigenvalue|) (end_tol_curvature is the "
+                                            "absolute value used per run); zero relative to "
+                                            "max(1, max||w||); kink relative to ||w|| ||x||"})
     return out
+
+
+TABLE_FIELDS = ("stop_reason", "end_step", "end_label", "end_loss", "end_grad_norm",
+                "end_zero_neurons", "end_dead_neurons", "end_kink_pairs", "end_eig_min",
+                "end_eig_max", "end_escape_value", "end_polish_stop", "end_polish_distance",
+                "end_polish_relative_distance", "end_reason")
+"""The per-run columns of an end-state table (those present in the Dataset)."""
+
+
+def end_table(ds: xr.Dataset) -> pd.DataFrame:
+    """One row per run: why it stopped (``stop_reason``, ``end_step``, from training) and its
+    certificate (``end_*``, from :func:`certify_dataset`), the columns of ``TABLE_FIELDS``
+    that ``ds`` holds, without the ``end_`` prefix."""
+    columns = {"run": ds["run"].values}
+    for name in TABLE_FIELDS:
+        if name in ds:
+            key = name if name in ("stop_reason", "end_step") else name.removeprefix("end_")
+            columns[key] = ds[name].values
+    return pd.DataFrame(columns)

@@ -1,0 +1,131 @@
+"""Animation of a run from its recorded snapshots: one frame per recorded time (so a geometric
+record schedule gives frames geometric in flow time), titled with the step and the flow time; the
+picture is the polar neuron plot with the network function beside it (docs/math.md §2.6,
+:mod:`shallowflow.plots.polar`).
+
+Memory does not grow with the number of frames: the artists are drawn once and only their data
+change per frame, and every frame is written to the file as soon as it is grabbed
+(``writer.saving`` / ``grab_frame``). A GIF is written by :class:`StreamingGifWriter` (Pillow, no
+external program; matplotlib's ``PillowWriter`` keeps every frame in memory until the end); an MP4
+by matplotlib's ``FFMpegWriter`` with the ffmpeg binary of ``imageio-ffmpeg`` (the optional extra
+``video``). The file appears atomically (:func:`shallowflow.store.atomic_file`).
+"""
+
+from __future__ import annotations
+
+from io import BytesIO
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+import xarray as xr
+from matplotlib.animation import AbstractMovieWriter
+
+from shallowflow.errors import UserError
+from shallowflow.plots.polar import RunPanels
+from shallowflow.store import atomic_file
+
+FORMATS = (".gif", ".mp4")
+VIDEO_EXTRA = "video"
+"""The optional extra that brings the ffmpeg binary for MP4 (``imageio-ffmpeg``)."""
+
+
+class StreamingGifWriter(AbstractMovieWriter):
+    """A GIF writer that encodes each grabbed frame (own adaptive palette of 256 colours, looping
+    forever) and appends it to the open file at once, so nothing accumulates in memory; identical
+    frames are kept (one GIF frame per grab)."""
+
+    _file: IO[bytes]
+    frames: int
+
+    def setup(self, fig: Any, outfile: str | Path, dpi: float | None = None) -> None:
+        super().setup(fig, outfile, dpi=dpi)
+        self._file = open(outfile, "wb")  # closed in finish
+        self.frames = 0
+
+    def grab_frame(self, **savefig_kwargs: Any) -> None:
+        from PIL import GifImagePlugin, Image
+
+        buf = BytesIO()
+        self.fig.savefig(buf, **{**savefig_kwargs, "format": "rgba", "dpi": self.dpi})
+        rgb = Image.frombuffer("RGBA", self.frame_size, buf.getbuffer(), "raw", "RGBA", 0, 1
+                               ).convert("RGB")
+        frame = rgb.quantize(256)
+        duration = round(1000 / self.fps)
+        if self.frames == 0:  # the first frame's palette is the global one
+            header, _ = GifImagePlugin.getheader(frame, info={"loop": 0, "duration": duration})
+            chunks = [*header, *GifImagePlugin.getdata(frame, duration=duration)]
+        else:
+            chunks = GifImagePlugin.getdata(frame, duration=duration, include_color_table=True)
+        for chunk in chunks:
+            self._file.write(chunk)
+        # getdata returns the list of a class made per call; class objects are freed only by a
+        # full garbage collection, so drop the encoded frame now rather than hold it until then
+        chunks.clear()
+        self.frames += 1
+
+    def finish(self) -> None:
+        self._file.write(b";")  # GIF trailer
+        self._file.close()
+
+
+def frame_indices(count: int, max_frames: int | None = None) -> np.ndarray:
+    """The recorded time indices to draw: all of them, or ``max_frames`` evenly spaced in index
+    (so still geometric in time for a geometric schedule), the first and last included."""
+    if max_frames is None or max_frames >= count:
+        return np.arange(count)
+    if max_frames < 1:
+        raise UserError(f"max_frames: must be at least 1 (got {max_frames})")
+    return np.unique(np.round(np.linspace(0, count - 1, max_frames)).astype(int))
+
+
+def _writer(suffix: str, fps: float) -> tuple[AbstractMovieWriter, dict[str, Any]]:
+    """The movie writer for a file suffix and the rcParams it needs."""
+    if suffix == ".gif":
+        return StreamingGifWriter(fps=fps), {}
+    try:
+        import imageio_ffmpeg
+    except ImportError:
+        raise UserError(
+            f"path: an MP4 needs the ffmpeg binary of the optional extra '{VIDEO_EXTRA}' "
+            f"(pip install 'shallowflow[{VIDEO_EXTRA}]', or pip install imageio-ffmpeg) "
+            "(got a .mp4 path); or write a .gif, which needs nothing more") from None
+    from matplotlib.animation import FFMpegWriter
+
+    # the temporary name has no .mp4 suffix, so the container is named explicitly
+    return (FFMpegWriter(fps=fps, codec="h264", extra_args=["-f", "mp4"]),
+            {"animation.ffmpeg_path": imageio_ffmpeg.get_ffmpeg_exe()})
+
+
+def animate(ds: xr.Dataset, path: str | Path, run: int = 0, fps: float = 8.0,
+            max_frames: int | None = None, dpi: float = 100.0, **options: Any) -> Path:
+    """Write the animation of run ``run`` of ``ds`` to ``path`` (.gif, or .mp4 with the extra
+    ``video``) atomically and return the path: one frame per recorded snapshot ('a' in
+    record.probes, 'W' with record.snapshots = true), at most ``max_frames``
+    (:func:`frame_indices`). ``options``: the picture's, as for
+    :func:`shallowflow.plots.polar.polar_figure` (radius, floor, basis, reference, ...)."""
+    import matplotlib as mpl
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in FORMATS:
+        raise UserError(f"path: the movie format is chosen by the suffix, one of "
+                        f"{', '.join(FORMATS)} (got {str(path)!r})")
+    if not fps > 0:
+        raise UserError(f"fps: must be positive (got {fps!r})")
+    if "W" not in ds or "a" not in ds:
+        raise UserError("ds: an animation needs the snapshots 'a' and 'W' (record 'a' in "
+                        "record.probes and set record.snapshots = true); this Dataset holds "
+                        f"{sorted(ds.data_vars)}")
+    writer, rc = _writer(suffix, fps)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    panels = RunPanels(ds, run, dpi=dpi, **options)
+    try:
+        with mpl.rc_context(rc), atomic_file(path) as tmp, writer.saving(panels.fig, str(tmp), dpi):
+            for k in frame_indices(panels.count, max_frames):
+                panels.show(int(k))
+                writer.grab_frame()
+    finally:
+        plt.close(panels.fig)
+    return path
