@@ -151,3 +151,27 @@ def bf_phase_ends(t: np.ndarray, loss: np.ndarray, positive_mass: np.ndarray, al
         "phase2": first_crossing(excess, t, [fit_fraction])[..., 0],
         "convergence": settling_time(loss, t, settle_rtol),
     }
+
+
+EVENT_DROP = 0.05
+"""log(L_k / L_{k+1}) above this between consecutive records: the loss is dropping (§8.12)."""
+
+
+def growth_events(t: np.ndarray, loss: np.ndarray, drop: float = EVENT_DROP) -> list[tuple[int, int]]:
+    """The growth events of a run read off its loss (T,): maximal runs of consecutive records
+    over which the loss falls by more than a factor e^drop per record (on a geometric record
+    schedule: a fall faster than a power of t); each as (first, last) record index, the last
+    being the first record after the fall (the network after the growth)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fall = np.log(loss[:-1] / loss[1:]) > drop
+    events, k = [], 0
+    while k < len(fall):
+        if fall[k]:
+            j = k
+            while j + 1 < len(fall) and fall[j + 1]:
+                j += 1
+            events.append((k, j + 1))
+            k = j + 1
+        else:
+            k += 1
+    return events

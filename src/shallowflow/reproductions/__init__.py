@@ -13,7 +13,8 @@ import pkgutil
 from shallowflow.reproductions.base import REGISTRY, Reproduction, rejudge, run_reproduction
 from shallowflow.reproductions.claims import Claim
 
-PAPER_PACKAGES = ("shallowflow.reproductions.dana", "shallowflow.reproductions.town")
+PAPER_PACKAGES = ("shallowflow.reproductions.dana", "shallowflow.reproductions.town",
+                  "shallowflow.reproductions.boursier")
 
 
 def catalogue() -> dict[str, Reproduction]:

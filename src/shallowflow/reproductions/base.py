@@ -59,11 +59,15 @@ class Params(BaseModel):
 
 @dataclass(frozen=True)
 class Figure:
-    """A drawn figure: saved as ``name``.png, listed in the report with ``caption``."""
+    """A drawn figure: saved as ``name``.png, listed in the report with ``caption``. ``movie``
+    (optional): writes the figure's animation into the given folder and returns its path
+    (e.g. ``functools.partial(plots.animate.animate, ds, run=0)`` on ``folder / "name.gif"``);
+    it is written beside the PNG, on a re-judge too, and linked in the report."""
 
     name: str
     fig: Any  # matplotlib.figure.Figure
     caption: str
+    movie: Callable[[Path], Path] | None = None
 
 
 Section = tuple[str, str]
@@ -160,6 +164,9 @@ def _finish(rep: Reproduction, folder: Path, ds: xr.Dataset, params: Params, pre
         f.fig.savefig(folder / f"{f.name}.png", dpi=120, bbox_inches="tight")
         plt.close(f.fig)
         listed.append((f"{f.name}.png", f.caption))
+        if f.movie is not None:
+            movie = f.movie(folder)
+            listed.append((movie.name, f"Animation of {f.name}: one frame per recorded snapshot."))
     values = params.model_dump(mode="json")
     write_text(folder / "claims.json", to_json(claims))
     text = report.render(f"{rep.name}: {rep.title}", rep.summary, listed, claims,
