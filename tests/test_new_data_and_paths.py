@@ -92,3 +92,14 @@ def test_mnist_refusals(data, fragment):
         experiment_from_mapping({"data": data, "model": {"width": 3},
                                  "init": {"scheme": "gaussian", "scale": 1e-3},
                                  "train": {"lr": 0.1, "steps": 2, "loss": "logistic"}})
+
+
+def test_two_point_angle_zero_is_the_orthogonal_pair():
+    """MMV A.3 (docs/math.md §4.3): angle 0 gives x_1 = (1, 0), x_2 = (0, 1), mu = sin 0 = 0."""
+    import jax
+
+    from shallowflow.config import TwoPointData
+
+    X, y = TwoPointData(kind="two_point", angle=0.0).generate(jax.random.PRNGKey(0))
+    np.testing.assert_array_equal(np.asarray(X), [[1.0, 0.0], [0.0, 1.0]])
+    np.testing.assert_array_equal(np.asarray(y), [1.0, 1.0])

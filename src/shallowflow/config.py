@@ -254,11 +254,12 @@ class StewartData(_DataBase):
 
 
 class TwoPointData(_DataBase):
-    """MMV A.2/A.3 (docs/math.md §4.3): x1 = (1, 0), x2 = (sin angle, cos angle), labels +1."""
+    """MMV A.2/A.3 (docs/math.md §4.3): x1 = (1, 0), x2 = (sin angle, cos angle), labels +1;
+    mu = sin angle (angle 0: the orthogonal pair of A.3)."""
 
     sign_labels: ClassVar[bool] = True
     kind: Literal["two_point"]
-    angle: float = Field(0.1, gt=0, le=math.pi)
+    angle: float = Field(0.1, ge=0, le=math.pi)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -622,6 +623,9 @@ class TrainSpec(_Strict):
     optimizer: Literal["gd", "sgd"] = "gd"
     batch_size: int | None = Field(None, gt=0)
     layers: Literal["both", "first"] = "both"
+    second_layer_rate: float = Field(
+        1.0, ge=0, description="the second layer's learning rate over the first's, r: "
+        "da/dt = -T r grad_a L (1: plain GD, 0: frozen like layers = 'first'; docs/math.md §4.5)")
     stop_loss: float | None = Field(None, ge=0, description="freeze a run once L < stop_loss")
     stop_grad: float | None = Field(
         None, gt=0, description="end a run once ||grad L||_2 < stop_grad (tested at record points)")
@@ -667,6 +671,12 @@ class TrainSpec(_Strict):
             raise ValueError("certify_tol: needs train.certify >= 1")
         if self.optimizer == "sgd" and self.onedim == "on":
             raise ValueError("onedim: 'on' needs full-batch GD, not sgd")
+        if self.second_layer_rate not in (0.0, 1.0) and self.layers == "first":
+            raise ValueError(f"second_layer_rate: layers = 'first' freezes the second layer; "
+                             f"give 0 or layers = 'both' (got {self.second_layer_rate})")
+        if self.second_layer_rate != 1.0 and self.balance == "tied":
+            raise ValueError(f"second_layer_rate: balance 'tied' keeps |a_j| = ||w_j||, which "
+                             f"the flow keeps only at rate 1 (got {self.second_layer_rate})")
         if self.onedim == "on" and "on" in (self.activity_mask, self.span):
             raise ValueError("onedim: 'on' excludes activity_mask 'on' and span 'on'")
         return self

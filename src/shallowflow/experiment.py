@@ -35,7 +35,7 @@ from shallowflow.dynamics import EngineConfig, EngineResult, record_schedule
 from shallowflow.dynamics import simulate as engine_simulate
 from shallowflow.losses import Loss
 from shallowflow.network import Network, add_bias_column
-from shallowflow.probes import PROBES
+from shallowflow.probes import DIM_LABELS, PROBES
 
 DATA_STREAM, INIT_STREAM, SGD_STREAM = 0, 1, 2  # key streams of a run (module docstring)
 BATCHABLE = ("name", "seed", "runs", "init.scale", "init.log_scale", "train.stop_loss",
@@ -73,7 +73,9 @@ def engine_config(exp: Experiment, lr: float | None = None) -> EngineConfig:
         kappa=exp.kappa,
         lr=exp.train.lr if lr is None else lr,
         time_scale=exp.time_scale,
-        train_second_layer=exp.train.layers == "both",
+        train_second_layer=exp.train.layers == "both" and exp.train.second_layer_rate > 0,
+        # r (docs/math.md §4.5); 0 when frozen, so that both spellings compile to one engine
+        second_layer_rate=exp.train.second_layer_rate if exp.train.layers == "both" else 0.0,
         batch_size=exp.train.batch_size,
         probes=tuple(dict.fromkeys(probes)),
         parametrisation=settings["parametrisation"],
@@ -251,6 +253,7 @@ def to_dataset(batch: BatchInputs, result: EngineResult) -> xr.Dataset:
     variables: dict[str, Any] = {}
     for name, values in result.records.items():
         variables[name] = (("run", "time", *PROBES[name].dims), values)
+        coords.update({dim: list(DIM_LABELS[dim]) for dim in PROBES[name].dims if dim in DIM_LABELS})
     for name, values in result.status.items():
         variables[name] = ("run", values)
     variables["a_init"] = (("run", "neuron"), result.initial.a)
@@ -273,6 +276,7 @@ def to_dataset(batch: BatchInputs, result: EngineResult) -> xr.Dataset:
         "time_units": "flow time: step * lr (dtheta/dt = -T grad L)",
         "parametrisation": batch.config.parametrisation,
         "balance": "tied" if batch.config.tied_balance else "free",
+        "second_layer_rate": batch.config.layer_rate,  # r: da/dt = -T r grad_a L (0: frozen)
         "activity_mask": int(batch.config.activity_mask),
         "span": int(batch.span),
         "notes": "\n".join(batch.notes),

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from shallowflow.errors import ResourceError
-from shallowflow.probes import PROBES
+from shallowflow.probes import DIM_LABELS, PROBES
 
 if TYPE_CHECKING:
     from shallowflow.config import Experiment
@@ -61,7 +61,8 @@ def record_points(exp: Experiment) -> int:
 
 def record_size(exp: Experiment) -> int:
     """Numbers one record holds for one run: the recorded probes' sizes."""
-    size = {"neuron": exp.model.width, "dim": exp.input_dim, "sample": exp.data.n_samples}
+    size = {"neuron": exp.model.width, "dim": exp.input_dim, "sample": exp.data.n_samples,
+            **{dim: len(labels) for dim, labels in DIM_LABELS.items()}}
     probes = list(exp.record.probes) + (["W"] if exp.record.snapshots else [])
     return sum(math.prod(size[d] for d in PROBES[p].dims) for p in probes if p in PROBES)
 

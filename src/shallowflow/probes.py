@@ -18,6 +18,18 @@ dimensions are named by ``Probe.dims``; the engine stacks them to (run, time, *d
     output          h(x_i)   (optional)
     active          pair activity (sample, neuron)   (optional)
     W               full hidden weights (optional snapshots; ``record.snapshots``)
+
+MMV's quantities (docs/math.md §4.4, exact definitions in §4.5; optional), with the sets
+V_+/- = {j : a_j > 0 / a_j < 0} at the record point and the class directions x_+/- = sum_{y_i = +-1} x_i:
+
+    mmv_cos_plus    (min_{j in V_+} cos(w_j, x_+), cos(w_bar_+, x_+), max_{j in V_+} cos(w_j, x_+)),
+                    w_bar_+ = sum_{j in V_+} w_j; trailing dimension ``band`` = (min, mean, max)
+    mmv_cos_minus   the same with V_- and x_-
+    mmv_cone_counts #{j in S_+ ... }: neurons per cone (other, S_+, S_-, S_dead) (dimension ``cone``)
+    stable_rank     ||W||_F^2 / ||W||_2^2 of the first layer W (p x d)
+    spectral_norm_sq  ||W||_2^2 (largest eigenvalue of the smaller Gram matrix)
+    mmv_norm_change       sum_j |d||w_j||/dt|,  dW/dt = -T grad_W L   (App. A.5 "changes")
+    mmv_direction_change  sum_j ||d(w_j/||w_j||)/dt||
 """
 
 from __future__ import annotations
@@ -30,12 +42,23 @@ import jax.numpy as jnp
 from jax import Array
 
 from shallowflow.network import BatchGradient
+from shallowflow.theory.alignment import CONE_NAMES
+
+CLASSES, PERP_GRAM = "classes", "perp_gram"
+"""Batch constants a probe may need (``Probe.needs``), computed once per batch only when a
+recorded probe needs them (:class:`~shallowflow.dynamics.state.Reference`)."""
+
+DIM_LABELS: dict[str, tuple[str, ...]] = {"band": ("min", "mean", "max"), "cone": CONE_NAMES}
+"""Trailing probe dimensions of fixed size and their coordinate labels."""
 
 
 class ProbeContext(NamedTuple):
     """Everything a probe may read: R runs at one record point, in plain units and the engine
     layout (a (R, p), Wt (d, R, p); see :mod:`shallowflow.network`). Norms include the constant
-    part of w_j outside the data span when the engine works in the span."""
+    part of w_j outside the data span when the engine works in the span (then Wt holds the
+    in-span coordinates, ``perp_sq`` ||w_perp||^2 and ``perp_gram`` the out-of-span parts' Gram
+    matrix). ``class_dirs``, ``label_sign`` and ``perp_gram`` are None unless a recorded probe
+    needs them (``Probe.needs``; ``perp_gram`` also without an out-of-span part)."""
 
     a: Array
     Wt: Array
@@ -47,6 +70,11 @@ class ProbeContext(NamedTuple):
     balance0: Array  # a_j(0)^2 - ||w_j(0)||^2
     log_ratio0: Array  # log|a_j(0)| - log||w_j(0)||
     time_scale: float
+    kappa: float = 1.0
+    perp_sq: Array | None = None  # ||w_perp||^2 outside the data span (0 without it), (R, p)
+    class_dirs: Array | None = None  # x_+, x_- in the engine basis, (d, R, 2)
+    label_sign: Array | None = None  # sign(y_i), (n, R, 1)
+    perp_gram: Array | None = None  # <w_perp_k, w_perp_j> of the out-of-span parts, (p, R, p)
 
 
 def _active_count(c: ProbeContext) -> Array:
@@ -62,6 +90,91 @@ class Probe:
     dims: tuple[str, ...]
     description: str
     fn: Callable[[ProbeContext], Array]
+    needs: frozenset[str] = frozenset()  # batch constants it reads (CLASSES, PERP_GRAM)
+
+
+# ------------------------------------------------------------------------- MMV (docs/math.md §4.5)
+def _nan_where(ok: Array, x: Array) -> Array:
+    return jnp.where(ok, x, jnp.nan)
+
+
+def _alignment(c: ProbeContext, k: int, sign: float) -> Array:
+    """(min_{j in V} cos(w_j, x), cos(w_bar, x), max_{j in V} cos(w_j, x)), (R, 3), for
+    V = {j : sign a_j > 0} and x = column k of the class directions, w_bar = sum_{j in V} w_j
+    (docs/math.md §4.5; :func:`shallowflow.theory.alignment.alignment_cosines`). In the span basis
+    <w_j, x> = <Wt_j, x> (x lies in the span), ||w_j||^2 = ``norm_sq`` and ||w_bar||^2 =
+    ||sum_V Wt_j||^2 + sum_{k, j in V} <w_perp_k, w_perp_j>. NaN where V is empty or a vector is 0."""
+    x = c.class_dirs[:, :, k]  # (d, R)
+    x_norm = jnp.sqrt(jnp.sum(x**2, axis=0))  # (R,)
+    member = sign * c.a > 0  # (R, p)
+    norm = jnp.sqrt(c.norm_sq)
+    cos = jnp.einsum("drp,dr->rp", c.Wt, x) / (norm * x_norm[:, None])
+    valid = member & (norm > 0) & (x_norm > 0)[:, None]
+    lo = jnp.min(jnp.where(valid, cos, jnp.inf), axis=1)
+    hi = jnp.max(jnp.where(valid, cos, -jnp.inf), axis=1)
+    m = member.astype(c.Wt.dtype)
+    w_bar = jnp.einsum("drp,rp->dr", c.Wt, m)
+    bar_sq = jnp.sum(w_bar**2, axis=0)
+    if c.perp_gram is not None:
+        bar_sq = bar_sq + jnp.einsum("krj,rk,rj->r", c.perp_gram, m, m)
+    mean = jnp.sum(w_bar * x, axis=0) / jnp.sqrt(bar_sq * x_norm**2)
+    ok = (bar_sq > 0) & (x_norm > 0)
+    return jnp.stack([_nan_where(jnp.isfinite(lo), lo), _nan_where(ok, mean),
+                      _nan_where(jnp.isfinite(hi), hi)], axis=-1)
+
+
+def _cone_counts(c: ProbeContext) -> Array:
+    """Neurons per cone (other, S_+, S_-, S_dead), (R, 4), from the activity A_ij = 1{<w_j, x_i> > 0}
+    (the persistent mask included): S_+ iff A_ij = 1{y_i > 0} for all i, S_- iff A_ij = 1{y_i < 0}
+    for all i, S_dead iff no A_ij; dead takes precedence, then S_+ (docs/math.md §4.2;
+    :func:`shallowflow.theory.alignment.cone_membership`)."""
+    A = c.grad.active  # (n, R, p)
+    dead = ~jnp.any(A, axis=0)
+    plus = jnp.all(A == (c.label_sign > 0), axis=0) & ~dead
+    minus = jnp.all(A == (c.label_sign < 0), axis=0) & ~dead & ~plus
+    other = ~(dead | plus | minus)
+    return jnp.stack([jnp.sum(s, axis=1) for s in (other, plus, minus, dead)], axis=-1)
+
+
+def _gram_top(c: ProbeContext) -> Array:
+    """||W||_2^2, the largest eigenvalue of the smaller Gram matrix of W (p x d) per run: W^T W
+    (d x d) when d < p and W has no out-of-span part, else W W^T (p x p) = W_r W_r^T + W_perp
+    W_perp^T (the cross terms vanish: W_perp Q = 0) (docs/math.md §4.5)."""
+    d, _, p = c.Wt.shape
+    if c.perp_gram is None and d < p:
+        G = jnp.einsum("drj,erj->rde", c.Wt, c.Wt)
+    else:
+        G = jnp.einsum("drj,drk->rjk", c.Wt, c.Wt)
+        if c.perp_gram is not None:
+            G = G + jnp.transpose(c.perp_gram, (1, 0, 2))
+    return jnp.linalg.eigvalsh(G)[:, -1]
+
+
+def _stable_rank(c: ProbeContext) -> Array:
+    """||W||_F^2 / ||W||_2^2 with ||W||_F^2 = sum_j ||w_j||^2; NaN where W = 0 (docs/math.md §4.5)."""
+    top = _gram_top(c)
+    return _nan_where(top > 0, jnp.sum(c.norm_sq, axis=1) / top)
+
+
+def _changes(c: ProbeContext) -> tuple[Array, Array]:
+    """The A.5 "changes" of the flow at the record point, (R,) each (docs/math.md §4.5):
+
+        sum_j |d||w_j||/dt| = sum_j |<g_j, w_j>| / ||w_j||,
+        sum_j ||d(w_j/||w_j||)/dt|| = sum_j ||g_j - <g_j, u_j> u_j|| / ||w_j||,   u_j = w_j/||w_j||,
+
+    with g_j = dw_j/dt = -T kappa a_j M_j = -T grad_{w_j} L (the first layer's rate is 1 for
+    every train.second_layer_rate) in plain units, from the full-batch gradient; neurons with
+    w_j = 0 left out. In the span basis u_j has the out-of-span part w_perp/||w_j|| and g_j none,
+    so the tangential norm adds <g_j, u_j>^2 ||w_perp||^2/||w_j||^2."""
+    g = -c.time_scale * c.kappa * c.a[None] * c.grad.M  # (d, R, p)
+    ok = c.norm_sq > 0
+    norm = jnp.sqrt(jnp.where(ok, c.norm_sq, 1.0))
+    u = c.Wt / norm[None]
+    radial = jnp.sum(g * u, axis=0)
+    tangent_sq = jnp.sum((g - radial[None] * u) ** 2, axis=0) + radial**2 * c.perp_sq / norm**2
+    norms = jnp.sum(jnp.where(ok, jnp.abs(radial), 0.0), axis=1)
+    directions = jnp.sum(jnp.where(ok, jnp.sqrt(tangent_sq) / norm, 0.0), axis=1)
+    return norms, directions
 
 
 _ALL = [
@@ -95,6 +208,22 @@ _ALL = [
           lambda c: jnp.transpose(c.grad.active, (1, 0, 2))),
     Probe("W", ("neuron", "dim"), "hidden weights (snapshot)",
           lambda c: jnp.transpose(c.Wt, (1, 2, 0))),
+    Probe("mmv_cos_plus", ("band",),
+          "(min over V_+ of cos(w_j, x_+), cos(w_bar_+, x_+), max over V_+), V_+ = {a_j > 0}",
+          lambda c: _alignment(c, 0, 1.0), frozenset({CLASSES, PERP_GRAM})),
+    Probe("mmv_cos_minus", ("band",),
+          "(min over V_- of cos(w_j, x_-), cos(w_bar_-, x_-), max over V_-), V_- = {a_j < 0}",
+          lambda c: _alignment(c, 1, -1.0), frozenset({CLASSES, PERP_GRAM})),
+    Probe("mmv_cone_counts", ("cone",), "#neurons in each cone (other, S_+, S_-, S_dead)",
+          _cone_counts, frozenset({CLASSES})),
+    Probe("stable_rank", (), "stable rank ||W||_F^2 / ||W||_2^2 of the first layer", _stable_rank,
+          frozenset({PERP_GRAM})),
+    Probe("spectral_norm_sq", (), "||W||_2^2 of the first layer", _gram_top,
+          frozenset({PERP_GRAM})),
+    Probe("mmv_norm_change", (), "sum_j |d||w_j||/dt| (flow, dW/dt = -T grad_W L)",
+          lambda c: _changes(c)[0]),
+    Probe("mmv_direction_change", (), "sum_j ||d(w_j/||w_j||)/dt|| (flow)",
+          lambda c: _changes(c)[1]),
 ]
 
 PROBES: dict[str, Probe] = {p.name: p for p in _ALL}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from shallowflow.activations import RELU, Activation
@@ -28,6 +29,7 @@ class EngineConfig:
     lr: float = 0.1
     time_scale: float = 1.0
     train_second_layer: bool = True
+    second_layer_rate: float = 1.0  # r: da/dt = -T r grad_a L (docs/math.md §4.5); 0: frozen
     batch_size: int | None = None
     probes: tuple[str, ...] = DEFAULT_PROBES
     parametrisation: str = "plain"  # a key of PARAMETRISATIONS
@@ -41,6 +43,17 @@ class EngineConfig:
         ``parametrisation``."""
         return PARAMETRISATIONS[self.parametrisation]
 
+    @property
+    def layer_rate(self) -> float:
+        """The second layer's rate relative to the first's, r (0 when it is frozen):
+        a <- a - eta T r grad_a L, W <- W - eta T grad_W L (docs/math.md §4.5)."""
+        return self.second_layer_rate if self.train_second_layer else 0.0
+
+    @property
+    def needs(self) -> frozenset[str]:
+        """The batch constants the recorded probes read (``probes.Probe.needs``)."""
+        return frozenset().union(*(PROBES[p].needs for p in self.probes if p in PROBES))
+
     def __post_init__(self) -> None:
         if self.parametrisation not in PARAMETRISATIONS:
             raise ValueError(f"parametrisation: must be {_names(list(PARAMETRISATIONS))}, got "
@@ -48,6 +61,12 @@ class EngineConfig:
         if self.tied_balance and not self.coordinates.tied_balance:
             tied = [name for name, c in PARAMETRISATIONS.items() if c.tied_balance]
             raise ValueError(f"tied_balance: only with parametrisation {_names(tied)}")
+        if not (math.isfinite(self.second_layer_rate) and self.second_layer_rate >= 0):
+            raise ValueError(f"second_layer_rate: must be finite and >= 0, got "
+                             f"{self.second_layer_rate}")
+        if self.tied_balance and self.second_layer_rate != 1.0:
+            raise ValueError("second_layer_rate: tied balance keeps |a_j| = ||w_j||, which the "
+                             f"flow conserves only at rate 1 (got {self.second_layer_rate})")
         if self.activity_mask and (self.activation.leak != 0 or self.batch_size is not None):
             raise ValueError("activity_mask: needs ReLU (leak 0) and full-batch GD")
         if self.onedim and self.activation.leak != 0:

@@ -38,6 +38,7 @@ from shallowflow.dynamics.state import (
 from shallowflow.dynamics.step import probe_context
 from shallowflow.inputs import DiagonalInputs, Inputs, OneDimInputs, PerRunInputs, SharedInputs
 from shallowflow.network import Network, to_engine_layout
+from shallowflow.probes import CLASSES, PERP_GRAM
 
 
 @dataclass
@@ -77,17 +78,46 @@ def as_inputs(X: Array | np.ndarray | Inputs) -> Inputs:
     raise ValueError(f"X: must be (n, d) or (R, n, d), got shape {X.shape}")
 
 
+def _class_constants(inputs: Inputs, y: Array, R: int) -> tuple[Array, Array]:
+    """The class directions x_+ = sum_{y_i > 0} x_i and x_- = sum_{y_i < 0} x_i in the engine
+    basis, (d, R, 2), and sign(y_i) in the canonical sample order, (n, R, 1) (docs/math.md §4.2).
+    One contraction ``inputs.post`` with the class indicators (in the span basis x_+ is Q^T x_+,
+    exactly the in-span coordinates: x_+ lies in the span)."""
+    sign = jnp.sign(y)
+    canonical = (sign[:, None] if y.ndim == 1 else sign.T)[:, :, None]  # (n, 1 or R, 1)
+    if isinstance(inputs, OneDimInputs):  # its data as given: (n, 2) or (R, n, 2)
+        inputs = as_inputs(inputs.X)
+    width = R if y.ndim == 2 or isinstance(inputs, PerRunInputs) else 1
+    indicators = jnp.broadcast_to(
+        jnp.concatenate([canonical > 0, canonical < 0], axis=2).astype(y.dtype),
+        (inputs.n, width, 2))
+    dirs = inputs.post(inputs.native(indicators))
+    return (jnp.broadcast_to(dirs, (dirs.shape[0], R, 2)),
+            jnp.broadcast_to(canonical, (inputs.n, R, 1)))
+
+
 def _initial_state(cfg: EngineConfig, a0: Array, Wt0: Array, log_scale: Array | None,
-                   log_perp_sq: Array, n: int) -> tuple[EngineState, Reference]:
+                   log_perp_sq: Array, inputs: Inputs, y: Array,
+                   W_perp: np.ndarray | None) -> tuple[EngineState, Reference]:
     """Engine state and reference constants from a unit-scale (or actual) network; the
-    out-of-span norms in actual units: log ||w_perp||^2 + 2 log lambda."""
+    out-of-span norms in actual units: log ||w_perp||^2 + 2 log lambda. The constants only some
+    probes read (``cfg.needs``) are computed when a recorded probe needs them: the class
+    directions and label signs, and the Gram matrix of the out-of-span parts ``W_perp`` (R, p, d)
+    (actual units; None without the span basis)."""
     R, p = a0.shape
     params = cfg.coordinates.initial(a0, Wt0, log_scale, cfg.tied_balance)
-    mask = jnp.ones((n, R, p), bool) if cfg.activity_mask else None
+    mask = jnp.ones((inputs.n, R, p), bool) if cfg.activity_mask else None
     state = EngineState(params, jnp.full((R,), RUNNING, jnp.int32), -jnp.ones((R,), jnp.int64),
                         mask, params)
     log_perp = log_perp_sq + 2 * log_shift(a0, log_scale)[:, None]
-    return state, Reference(jnp.exp(log_perp), log_perp, params)
+    ref = Reference(jnp.exp(log_perp), log_perp, params)
+    if CLASSES in cfg.needs:
+        class_dirs, label_sign = _class_constants(inputs, y, R)
+        ref = ref._replace(class_dirs=class_dirs, label_sign=label_sign)
+    if PERP_GRAM in cfg.needs and W_perp is not None:
+        gram = np.matmul(W_perp, W_perp.transpose(0, 2, 1)).transpose(1, 0, 2)  # (p, R, p)
+        ref = ref._replace(perp_gram=jnp.asarray(gram, a0.dtype))
+    return state, ref
 
 
 def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs: Inputs, y: Array,
@@ -220,7 +250,8 @@ def simulate(
     ls = None if log_scale is None else jnp.asarray(log_scale, dtype)
     if log_scale is not None:  # the out-of-span part in actual units (0 once it underflows)
         W_perp = W_perp * np.exp(np.asarray(log_scale, np.float64))[:, None, None]
-    state, ref = _initial_state(cfg, a0, Wt0, ls, log_perp_sq, inputs.n)
+    state, ref = _initial_state(cfg, a0, Wt0, ls, log_perp_sq, inputs, y,
+                                None if in_span is None else W_perp.astype(np.float64))
     start = probe_context(cfg, state.params, None, ref)
     per_call = max(1, min(records_per_call, len(schedule)))
     state, ref, records = _run_segments(cfg, state, ref, inputs, y, stop, keys, schedule, per_call,

@@ -6,8 +6,11 @@ dL/da_j = <w_j, v_j> because sigma(z) = sigma'(z) z) is, exactly,
 
     q_j    = u_j - eta T s_j exp(alpha_j - rho_j) v_j
     rho_j' = rho_j + log ||q_j||,        u_j' = q_j / ||q_j||
-    f_j    = 1 - eta T s_j exp(rho_j - alpha_j) <u_j, v_j>
+    f_j    = 1 - eta T r s_j exp(rho_j - alpha_j) <u_j, v_j>
     alpha_j' = alpha_j + log |f_j|,      s_j' = s_j sign(f_j)
+
+with r the second layer's relative rate (the plain step a' = a - eta T r <w, v> = a f; 1: plain
+GD, 0: frozen; docs/math.md §4.5).
 
 Only the ratio exp(alpha - rho) = |a|/||w|| enters, so nothing underflows at lambda = 1e-300 or
 exp(-1000); the map is plain GD to rounding ("free" balance). With ``tied`` balance alpha = rho
@@ -58,9 +61,10 @@ class LogNorm:
         return params.s * jnp.exp(params.alpha + params.rho), params.U
 
     def update(self, params: LogNormParams, bg: BatchGradient, rate: float, kappa: float,
-               train_a: bool, tied: bool) -> LogNormParams:
-        """The GD step of size rate = eta T in log-norm coordinates (see the module docstring).
-        ``bg`` is the gradient at (a_eff, U): v = kappa M and <u_j, v_j> = bg.grad_a."""
+               rate_a: float, tied: bool) -> LogNormParams:
+        """The GD step of size rate = eta T in log-norm coordinates, the second layer's at
+        rate_a * rate (see the module docstring; ``rate_a`` is ignored when ``tied``). ``bg`` is
+        the gradient at (a_eff, U): v = kappa M and <u_j, v_j> = bg.grad_a."""
         v = kappa * bg.M
         q = params.U - (rate * params.s * jnp.exp(params.alpha - params.rho))[None] * v
         q_norm = jnp.sqrt(jnp.sum(q**2, axis=0))
@@ -68,25 +72,26 @@ class LogNorm:
         U = q / q_norm[None]
         if tied:
             return LogNormParams(U, rho, rho, params.s)
-        if not train_a:
+        if rate_a == 0:
             return LogNormParams(U, rho, params.alpha, params.s)
-        f = 1.0 - rate * params.s * jnp.exp(params.rho - params.alpha) * bg.grad_a
+        f = 1.0 - (rate * rate_a) * params.s * jnp.exp(params.rho - params.alpha) * bg.grad_a
         return LogNormParams(U, rho, params.alpha + jnp.log(jnp.abs(f)), params.s * jnp.sign(f))
 
     def view(self, params: LogNormParams, bg: BatchGradient | None, perp_sq: Array,
-             log_perp_sq: Array, kappa: float, train_a: bool) -> PlainView:
+             log_perp_sq: Array, kappa: float, rate_a: float) -> PlainView:
         """a = s exp(alpha), Wt = exp(rho) U, log ||w_j|| = logaddexp(2 rho, log ||w_perp||^2) / 2
         (exact when ||w_j||^2 underflows), log |a_j| = alpha, and ||grad L||^2 =
-        sum_j exp(2 alpha_j) kappa^2 ||M_j||^2 (+ exp(2 rho_j) <u_j, v_j>^2 when the second
-        layer trains: dL/da_j = <w_j, v_j>)."""
+        sum_j exp(2 alpha_j) kappa^2 ||M_j||^2 (+ r exp(2 rho_j) <u_j, v_j>^2 when the second
+        layer trains at rate r = ``rate_a``: dL/da_j = <w_j, v_j>)."""
         p = params
         a, Wt = p.s * jnp.exp(p.alpha), jnp.exp(p.rho)[None] * p.U
         log_w = 0.5 * jnp.logaddexp(2 * p.rho, log_perp_sq)
         grad_norm_sq = None
         if bg is not None:
             g2 = jnp.exp(2 * p.alpha) * kappa**2 * jnp.sum(bg.M**2, axis=0)
-            if train_a:
-                g2 = g2 + jnp.exp(2 * p.rho) * bg.grad_a**2
+            if rate_a != 0:
+                ga2 = jnp.exp(2 * p.rho) * bg.grad_a**2
+                g2 = g2 + (ga2 if rate_a == 1 else rate_a * ga2)
             grad_norm_sq = jnp.sum(g2, axis=1)
         return PlainView(a, Wt, log_w, p.alpha, grad_norm_sq)
 

@@ -3,7 +3,10 @@
 A parametrisation holds the R networks of a batch as engine coordinates ``params``, a pytree
 whose leaves are (R, p) or (d, R, p) arrays (run axis R), and takes in them the GD step
 
-    theta <- theta - eta T grad L(theta)          (rate = eta T)
+    W <- W - eta T grad_W L,    a <- a - eta T r grad_a L          (rate = eta T)
+
+with r the second layer's relative rate (``EngineConfig.layer_rate``; 1: plain GD, 0: frozen;
+docs/math.md §4.5)
 
 The implementations are :mod:`~shallowflow.dynamics.plain` (the weights themselves) and
 :mod:`~shallowflow.dynamics.lognorm` (log-norm coordinates for tiny initialisations); the engine
@@ -50,14 +53,16 @@ class Parametrisation(Protocol):
         ...
 
     def update(self, params: Params, bg: BatchGradient, rate: float, kappa: float,
-               train_a: bool, tied: bool) -> Params:
-        """One GD step of size rate = eta T from the gradient ``bg`` at :meth:`weights`."""
+               rate_a: float, tied: bool) -> Params:
+        """One GD step of size rate = eta T from the gradient ``bg`` at :meth:`weights`, the
+        second layer's at rate_a * rate (``rate_a`` = r >= 0; 0: the second layer is frozen)."""
         ...
 
     def view(self, params: Params, bg: BatchGradient | None, perp_sq: Array, log_perp_sq: Array,
-             kappa: float, train_a: bool) -> PlainView:
+             kappa: float, rate_a: float) -> PlainView:
         """The parameters in plain units; ``perp_sq`` (R, p) = ||w_perp||^2 outside the data span
-        and its log ``log_perp_sq``; the gradient norm from ``bg`` (None: no gradient)."""
+        and its log ``log_perp_sq``; from ``bg`` (None: no gradient) the squared gradient norm in
+        the flow's metric, ||grad_W L||^2 + r ||grad_a L||^2 = -(dL/dt)/T (r = ``rate_a``)."""
         ...
 
 

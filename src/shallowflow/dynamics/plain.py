@@ -1,6 +1,8 @@
 """Plain parametrisation: the engine state is (a (R, p), Wt (d, R, p)) itself (docs/math.md §0.3).
 
-    a  <- a  - eta T dL/da,        Wt <- Wt - eta T dL/dWt
+    a  <- a  - eta T r dL/da,      Wt <- Wt - eta T dL/dWt
+
+r: the second layer's relative rate (1: plain GD, 0: frozen; docs/math.md §4.5).
 """
 
 from __future__ import annotations
@@ -37,23 +39,25 @@ class Plain:
         return params.a, params.Wt
 
     def update(self, params: PlainParams, bg: BatchGradient, rate: float, kappa: float,
-               train_a: bool, tied: bool) -> PlainParams:
-        """One GD step of size rate = eta T (``kappa`` and ``tied`` are not used)."""
-        a = params.a - rate * bg.grad_a if train_a else params.a
+               rate_a: float, tied: bool) -> PlainParams:
+        """One GD step of size rate = eta T, the second layer's of size rate_a * rate (0: frozen;
+        ``kappa`` and ``tied`` are not used)."""
+        a = params.a - (rate * rate_a) * bg.grad_a if rate_a != 0 else params.a
         return PlainParams(a, params.Wt - rate * bg.grad_Wt)
 
     def view(self, params: PlainParams, bg: BatchGradient | None, perp_sq: Array,
-             log_perp_sq: Array, kappa: float, train_a: bool) -> PlainView:
+             log_perp_sq: Array, kappa: float, rate_a: float) -> PlainView:
         """log ||w_j|| = log(||Wt_j||^2 + ||w_perp||^2) / 2, log |a_j|, and ||grad L||^2 =
-        ||dL/dWt||^2 (+ ||dL/da||^2 when the second layer trains)."""
+        ||dL/dWt||^2 (+ r ||dL/da||^2 when the second layer trains at rate r = ``rate_a``)."""
         a, Wt = params
         log_w = 0.5 * jnp.log(jnp.sum(Wt**2, axis=0) + perp_sq)
         log_a = jnp.log(jnp.abs(a))
         grad_norm_sq = None
         if bg is not None:
             grad_norm_sq = jnp.sum(bg.grad_Wt**2, axis=(0, 2))
-            if train_a:
-                grad_norm_sq = grad_norm_sq + jnp.sum(bg.grad_a**2, axis=1)
+            if rate_a != 0:
+                grad_a_sq = jnp.sum(bg.grad_a**2, axis=1)
+                grad_norm_sq = grad_norm_sq + (grad_a_sq if rate_a == 1 else rate_a * grad_a_sq)
         return PlainView(a, Wt, log_w, log_a, grad_norm_sq)
 
 

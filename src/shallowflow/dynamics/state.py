@@ -56,6 +56,10 @@ class Reference(NamedTuple):
     perp_sq: Array  # ||w_j||^2 outside the data span (constant), (R, p)
     log_perp_sq: Array  # its log, exact also when perp_sq underflows (tiny lambda)
     params0: Params  # the initial parameters
+    # computed only when a recorded probe needs them (probes.Probe.needs), else None:
+    class_dirs: Array | None = None  # x_+ = sum_{y_i > 0} x_i, x_- (engine basis), (d, R, 2)
+    label_sign: Array | None = None  # sign(y_i), (n, R, 1)
+    perp_gram: Array | None = None  # <w_perp_k, w_perp_j> (span basis only), (p, R, p)
 
 
 def freeze(st: EngineState, stop_now: Array, diverge_now: Array, step: Array):

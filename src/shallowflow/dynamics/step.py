@@ -5,6 +5,8 @@ One step of run r is
 
     theta <- theta - eta * T * grad L(theta)          (one step = eta units of flow time)
 
+(the second layer at r times that rate with ``EngineConfig.second_layer_rate`` = r, docs/math.md §4.5)
+
 with full-batch gradients (GD) or an unbiased minibatch estimate (SGD: B samples drawn without
 replacement per run and step, sample weights n/B), taken in the coordinates of the configured
 :class:`~shallowflow.dynamics.parametrisation.Parametrisation`. The R runs are advanced together
@@ -75,7 +77,7 @@ def _step(cfg: EngineConfig, st: EngineState, step: Array, inputs: Inputs, y: Ar
         bg = _gradient(cfg, st, Xb, yb, weights=weight)
         below = jnp.zeros_like(bg.loss, dtype=bool)
     rate = cfg.lr * cfg.time_scale
-    new = cfg.coordinates.update(st.params, bg, rate, cfg.kappa, cfg.train_second_layer,
+    new = cfg.coordinates.update(st.params, bg, rate, cfg.kappa, cfg.layer_rate,
                                  cfg.tied_balance)
     # L catches a blow-up long before the parameters overflow (a per-run scalar: free); the rare
     # non-finite parameter that does not reach L is caught at the next record point (_guard)
@@ -91,11 +93,11 @@ def probe_context(cfg: EngineConfig, params: Params, bg: BatchGradient | None,
     """Probe context in plain units: ||w_j||^2 = ||Wt_j||^2 + ||w_perp||^2 (the constant
     out-of-span part included). The initial balance a_j^2 - ||w_j||^2 and log ratio
     log |a_j| - log ||w_j|| are evaluated by the same code, so that drifts are exactly 0 at t = 0."""
-    v = cfg.coordinates.view(params, bg, ref.perp_sq, ref.log_perp_sq, cfg.kappa,
-                             cfg.train_second_layer)
+    v = cfg.coordinates.view(params, bg, ref.perp_sq, ref.log_perp_sq, cfg.kappa, cfg.layer_rate)
     norm_sq = jnp.sum(v.Wt**2, axis=0) + ref.perp_sq
     ctx = ProbeContext(v.a, v.Wt, norm_sq, v.log_norm, v.log_abs_a, v.grad_norm_sq, bg, None, None,
-                       cfg.time_scale)
+                       cfg.time_scale, cfg.kappa, ref.perp_sq, ref.class_dirs, ref.label_sign,
+                       ref.perp_gram)
     if params is ref.params0:
         return ctx._replace(balance0=v.a**2 - norm_sq, log_ratio0=v.log_abs_a - v.log_norm)
     c0 = probe_context(cfg, ref.params0, None, ref)

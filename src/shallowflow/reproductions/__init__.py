@@ -14,7 +14,7 @@ from shallowflow.reproductions.base import REGISTRY, Reproduction, rejudge, run_
 from shallowflow.reproductions.claims import Claim
 
 PAPER_PACKAGES = ("shallowflow.reproductions.dana", "shallowflow.reproductions.town",
-                  "shallowflow.reproductions.boursier")
+                  "shallowflow.reproductions.boursier", "shallowflow.reproductions.mmv")
 
 
 def catalogue() -> dict[str, Reproduction]:
