@@ -6,6 +6,7 @@ descent direction, random perturbations, closed forms, or Boursier-Flammarion's 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import xarray as xr
 
 from shallowflow.activations import Activation
@@ -43,6 +44,21 @@ def test_one_neuron_fitting_one_point_is_a_global_minimum():
     v = certify_point(Network(a, W), problem(x, y))
     assert v.label == "global minimum"
     assert v.grad_norm <= 1e-14 and v.zero_neurons == 0 and v.dead_neurons == 0
+
+
+def test_loss_at_the_floor_is_a_global_minimum_whatever_the_gradient():
+    """Near a minimiser ||grad L|| = O(sqrt(L - floor)): a point at L = 5e-13 with ||grad L|| of
+    order 1e-6 > tol_grad is a global minimum to tolerance (docs/math.md §9.6, rule 1), while a
+    point at L = 5e-9 > tol_loss with the same kind of gradient is not stationary."""
+    x, y = np.array([[0.6, 0.8]]), np.array([2.0])
+    W = np.array([[0.6, 0.8]]) * np.sqrt(2.0)
+    for eps, label in ((1e-6, "global minimum"), (1e-4, "not stationary")):
+        a = np.array([np.sqrt(2.0) * (1 + eps / 2)])  # h = 2 + eps, L = eps^2 / 2
+        loss = np_loss(a, W, x, y)
+        assert loss == pytest.approx(eps**2 / 2, rel=1e-6)
+        grad_a = (2 + eps - 2.0) * np.sqrt(2.0)  # dL/da = r <w, x>, <w, x> = sqrt 2
+        assert grad_a > Tolerances().grad
+        assert certify_point(Network(a, W), problem(x, y)).label == label
 
 
 def test_zero_network_on_positive_labels_is_a_saddle_escaping_along_the_data():
