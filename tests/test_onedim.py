@@ -179,6 +179,49 @@ def test_gradient_per_run_data_and_fallback_search():
     assert np.array_equal(np.asarray(t), np.asarray(onedim.full_search(good.xs, Wt[0], Wt[1])))
 
 
+@pytest.mark.parametrize("count_max", [0, 1, 4, 1 << 10])
+def test_window_search_counting_and_binary_agree(monkeypatch, count_max):
+    """The cut inside a verified window, by counting (2^K <= COUNT_MAX) or by a binary search,
+    equals the full binary search over all points, on clustered data with repeated values (a
+    window of many points, K >= 3) and on spread data (K small), for kinks on, next to and
+    between data points, w = 0 and kinks outside the data."""
+    monkeypatch.setattr(onedim, "COUNT_MAX", count_max)
+    rng = np.random.default_rng(6)
+    spread = rng.uniform(-1, 1, 30)
+    clustered = np.concatenate([np.full(9, 0.25), 0.25 + rng.uniform(-1, 1, 6) * 1e-9,
+                                rng.uniform(-1, 1, 15)])
+    for x in (spread, clustered):
+        inputs = OneDimInputs.of(jnp.asarray(np.stack([x, np.ones_like(x)], 1)))
+        p = 400
+        w = rng.standard_normal(p)
+        b = -w * rng.choice(x, p) + rng.choice([0.0, 1e-12, -1e-12, 1e-3], p) * np.abs(w)
+        b[:100] = rng.standard_normal(100) * 3  # kinks anywhere, many outside the data
+        w[:3], b[:3] = 0.0, [1.0, -1.0, 0.0]
+        b[3:6] = np.nextafter(-w[3:6] * x[:3], np.inf)  # one ulp above a data point's tie
+        Wt = jnp.asarray(np.stack([w, b])[:, None, :])
+        t, down = onedim.boundaries(inputs, Wt[0], Wt[1])
+        assert np.array_equal(np.asarray(t), np.asarray(onedim.full_search(inputs.xs, Wt[0],
+                                                                           Wt[1])))
+        assert np.array_equal(np.asarray(down), w[None] < 0)
+    assert inputs.levels >= 3  # the clustered data needs a wide window
+
+
+def test_window_search_matches_dense_on_clustered_data():
+    """The bucketed gradient equals the dense one when the windows are wide (binary search)."""
+    rng = np.random.default_rng(7)
+    x = np.concatenate([np.full(7, -0.5), -0.5 + rng.uniform(0, 1e-10, 5), rng.uniform(-1, 1, 20)])
+    y = rng.standard_normal(len(x))
+    X = np.stack([x, np.ones_like(x)], 1)
+    p = 300
+    w = rng.standard_normal(p)
+    b = -w * rng.choice(x, p)
+    b[::3] += 1e-11
+    assert OneDimInputs.of(jnp.asarray(X)).levels >= 3
+    Wt = jnp.asarray(np.stack([w, b])[:, None, :])
+    _compare_gradients(jnp.asarray(rng.standard_normal(p))[None], Wt, jnp.asarray(X),
+                       jnp.asarray(y), Loss("square"))
+
+
 # --------------------------------------------------------------------------------------------
 # the engine: 10 000 steps, every loss, balanced / unbalanced / dominated starts with ties
 # --------------------------------------------------------------------------------------------

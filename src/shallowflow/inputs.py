@@ -155,6 +155,8 @@ class DiagonalInputs(NamedTuple):
 ONEDIM_CELLS = 32
 """Grid cells per data point of :class:`OneDimInputs`' first guess of a neuron's cut."""
 ONEDIM_MAX_CELLS = 1 << 16
+ONEDIM_MARGIN = 0.25
+"""Cells on either side of a kink's cell whose points its search window holds (docs/math.md §10)."""
 
 
 class OneDimInputs(NamedTuple):
@@ -167,9 +169,10 @@ class OneDimInputs(NamedTuple):
 
     The search for a neuron's cut starts from a uniform grid over the data: a kink c falls in
     cell floor((c - ``x0``) ``inv_h``) (clipped to -1..G), and row g + 1 of ``window`` holds the
-    first sorted index L of the window of 2^K points searched for it and the points just outside
-    the window, x_{L-1} and x_{L+2^K} (-inf, +inf past the ends), which verify it. ``pad`` is xs
-    followed by 2^K + 1 copies of +inf; K, the same for every cell, is read off its shape."""
+    first sorted index L of the window of 2^K points searched for it, the points just outside the
+    window, x_{L-1} and x_{L+2^K} (-inf, +inf past the ends), which verify it, and the window's
+    2^K points x_L .. x_{L+2^K-1} (+inf past the end). ``pad`` is xs followed by 2^K + 1 copies
+    of +inf; K, the same for every cell, is read off ``window``'s shape."""
 
     X: Array
     xs: Array
@@ -215,7 +218,7 @@ class OneDimInputs(NamedTuple):
     @property
     def levels(self) -> int:
         """K: the search window is 2^K points."""
-        return (self.pad.shape[1] - self.n - 1).bit_length() - 1
+        return (self.window.shape[2] - 3).bit_length() - 1
 
     @property
     def per_run(self) -> bool:
@@ -241,27 +244,30 @@ class OneDimInputs(NamedTuple):
 
 def _grid(xs: np.ndarray) -> tuple[float, float, np.ndarray, int]:
     """The uniform grid of sorted data xs (n,) (float64): x0, 1/h, the windows' first indices
-    (G + 2,) for the cells -1..G, and K (the windows hold at most 2^K + 1 cut positions). A kink in
-    cell g lies in [x0 + g h, x0 + (g + 1) h); its window spans two more cells on each side, so
-    that rounding of the kink and of its cell index stays inside (the step verifies it anyway)."""
+    (G + 2,) for the cells -1..G, and K (the windows hold at most 2^K points). A kink in cell g
+    lies in [x0 + g h, x0 + (g + 1) h); its window holds the points within ``ONEDIM_MARGIN``
+    cells of that, so that rounding of the kink and of its cell index stays inside (the step
+    verifies it anyway)."""
     n = len(xs)
     G = min(ONEDIM_MAX_CELLS, ONEDIM_CELLS * n)
     span = float(xs[-1] - xs[0])
     h = span / G if span > 0 else 1.0
     g = np.arange(-1, G + 1)
-    lo = np.searchsorted(xs, xs[0] + h * (g - 2), side="left")
-    hi = np.searchsorted(xs, xs[0] + h * (g + 3), side="right")
-    lo[g <= 1] = 0
-    hi[g >= G - 2] = n
-    K = int(np.ceil(np.log2(np.max(hi - lo) + 1)))
-    return float(xs[0]), 1.0 / h, lo, max(K, 1)
+    lo = np.searchsorted(xs, xs[0] + h * (g - ONEDIM_MARGIN), side="left")
+    hi = np.searchsorted(xs, xs[0] + h * (g + 1 + ONEDIM_MARGIN), side="right")
+    lo[g <= 0] = 0
+    hi[g >= G - 1] = n
+    K = int(np.ceil(np.log2(max(int(np.max(hi - lo)), 1))))
+    return float(xs[0]), 1.0 / h, lo, K
 
 
 def _window(xs: np.ndarray, lo: np.ndarray, size: int) -> np.ndarray:
-    """Rows (L, x_{L-1}, x_{L+size}) of the windows starting at ``lo`` (-inf/+inf past the
-    ends of the sorted data xs)."""
+    """Rows (L, x_{L-1}, x_{L+size}, x_L, ..., x_{L+size-1}) of the windows starting at ``lo``
+    (-inf/+inf past the ends of the sorted data xs)."""
     ext = np.concatenate([[-np.inf], xs, np.full(size + 1, np.inf)])  # ext[i + 1] = xs[i]
-    return np.stack([lo.astype(np.float64), ext[lo], ext[lo + size + 1]], axis=1)
+    inside = ext[lo[:, None] + 1 + np.arange(size)]
+    return np.concatenate([np.stack([lo.astype(np.float64), ext[lo], ext[lo + size + 1]], axis=1),
+                           inside], axis=1)
 
 
 Inputs = SharedInputs | PerRunInputs | DiagonalInputs | OneDimInputs

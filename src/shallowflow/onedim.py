@@ -5,8 +5,8 @@ With inputs (x_k, 1), neuron j = (w_j, b_j) is active on point k iff z_jk = w_j 
 (strict: sigma'(0) = 0, a pair exactly on the kink is inactive). For fixed (w_j, b_j) the computed
 z_jk (one rounding of x_k w_j + b_j, as the dense path computes it) is monotone in x_k, so on the
 sorted data {k : z_jk > 0} is a suffix (w_j >= 0: "up") or a prefix (w_j < 0: "down"), cut at an
-index t_j in 0..n that a binary search on the sign test itself finds (the rounded kink -b_j/w_j
-only picks the window searched, which the sign test verifies, :func:`boundaries`), so ties,
+index t_j in 0..n that a search on the sign test itself finds (the rounded kink -b_j/w_j only
+picks the window searched, which the sign test verifies, :func:`buckets`), so ties,
 repeated x values, w_j = 0 and a kink exactly on a data point give exactly the dense activity.
 Then, exactly,
 
@@ -72,10 +72,15 @@ def resolve(setting: str, *, input_dim: int, bias: bool, n: int, width: int, gd:
 
 
 def _take(table: Array, idx: Array) -> Array:
-    """table[r, idx[r, j]] for a table (Rt, L) shared (Rt = 1) or per run, idx (R, p)."""
-    if table.shape[0] == 1:
-        return table[0][idx]
-    return jnp.take_along_axis(table, idx, axis=1)
+    """table[r, idx[r, j]] for a table (Rt, L) shared (Rt = 1) or per run, idx (R, p) in 0..L-1
+    (every index is in range by construction: no wrapping of negative ones)."""
+    Rt, L = table.shape
+    if Rt > 1:  # run r reads row r: an index into the flattened table
+        idx = idx + jnp.arange(Rt, dtype=idx.dtype)[:, None] * L
+    dims = lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,),
+                                      start_index_map=(0,))
+    return lax.gather(table.reshape(Rt * L), idx[..., None], dims, slice_sizes=(1,),
+                      mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
 
 
 def _predicate(x: Array, w: Array, b: Array, down: Array) -> Array:
@@ -98,39 +103,73 @@ def full_search(xs: Array, w: Array, b: Array) -> Array:
     return jnp.where(w == 0, jnp.where(b > 0, 0, n), jnp.minimum(t, n))
 
 
-def boundaries(inputs: OneDimInputs, w: Array, b: Array) -> tuple[Array, Array]:
-    """The cut t (R, p) in 0..n of each neuron's active set on the sorted data, and ``down`` =
-    w < 0: neuron j is active on the sorted points k >= t_j (w_j >= 0) or k < t_j (w_j < 0);
-    w_j = 0: on all points if b_j > 0, else on none.
+COUNT_MAX = 4
+"""Search windows of at most this many points are searched by counting (independent gathers, one
+fused loop), larger ones by a binary search (dependent gathers)."""
+
+
+def _column(inputs: OneDimInputs, i: int, cell: Array) -> Array:
+    """Column i of the window table at each neuron's cell (R, p)."""
+    return _take(inputs.window[:, :, i], cell)
+
+
+def buckets(inputs: OneDimInputs, Wt: Array) -> Array:
+    """Each neuron's bucket (R, p) in 0..2n+1 for Wt = (w, b) (2, R, p): its cut t_j
+    (:func:`boundaries`) for w_j >= 0, t_j + n + 1 for w_j < 0, in one pass over the neurons.
 
     The activity is decided by the sign test x_k w_j + b_j > 0 itself, computed as the dense path
     computes it (never by the rounded kink -b_j/w_j), so it is exactly the dense activity: t_j
     counts the leading sorted points on which the predicate "the cut is at or before k" is false,
     a predicate monotone in k because the computed x_k w_j + b_j is. The kink only picks a window
-    of 2^K points (the grid of :class:`~shallowflow.inputs.OneDimInputs`, one gather); the
-    predicate at the two points just outside it proves that the cut lies inside, and K gathers
-    of a binary search find it. Should a window ever fail that proof (rounding of the kink far
-    beyond the grid's margin), every cut of the step is found by :func:`full_search` instead."""
+    of 2^K points (the grid of :class:`~shallowflow.inputs.OneDimInputs`, gathers from its
+    table); the predicate at the two points just outside it proves that the cut lies inside, and
+    the number of points inside where it is false (2^K <= ``COUNT_MAX``: independent reads of the
+    cell's table row), or a binary search of K + 1 gathers, gives t_j. Should a window ever fail
+    that proof (rounding of the kink beyond the grid's margin), every cut of the step is found by
+    :func:`full_search` instead."""
     n = inputs.n
+    w, b = Wt[0], Wt[1]
     down = w < 0
     zero = w == 0
-    c = -b / jnp.where(zero, 1.0, w)
-    cell = jnp.clip(jnp.floor((c - inputs.x0) * inputs.inv_h), -1.0, inputs.window.shape[1] - 2.0)
-    cell = jnp.where(jnp.isnan(cell), -1.0, cell).astype(jnp.int32) + 1
-    if inputs.window.shape[0] == 1:
-        row = inputs.window[0][cell]  # (R, p, 3)
+    # the row of the kink's cell, (c - x0) / h + 1 with c = -b / w, clamped to the table (a NaN
+    # from w = b = 0 to row 0; w = 0 is decided below): a guess that the window verifies
+    last = inputs.window.shape[1] - 1.0
+    q = (b / w) * -inputs.inv_h + (1.0 - inputs.x0 * inputs.inv_h)
+    q = jnp.where(q > 0.0, q, 0.0)
+    cell = jnp.where(q < last, q, last).astype(jnp.int32)
+    first = _column(inputs, 0, cell).astype(jnp.int32)
+    size = 1 << inputs.levels
+    if size <= COUNT_MAX:
+        t = first
+        for i in range(size):
+            t = jnp.where(_predicate(_column(inputs, 3 + i, cell), w, b, down), t, t + 1)
     else:
-        row = jnp.take_along_axis(inputs.window, cell[..., None], axis=1)
-    first, before, after = row[..., 0].astype(jnp.int32), row[..., 1], row[..., 2]
-    ok = zero | (~_predicate(before, w, b, down) & _predicate(after, w, b, down))
-    t = first
-    step = 1 << (inputs.levels - 1)
-    while step >= 1:
-        t = jnp.where(_predicate(_take(inputs.pad, t + (step - 1)), w, b, down), t, t + step)
-        step //= 2
+        t = first  # K halving steps give min(f, 2^K - 1) for f false points in the window,
+        step = size // 2  # a last test of the point at t the count f itself (0..2^K)
+        while step >= 1:
+            t = jnp.where(_predicate(_take(inputs.pad, t + (step - 1)), w, b, down), t, t + step)
+            step //= 2
+        t = jnp.where(_predicate(_take(inputs.pad, t), w, b, down), t, t + 1)
+    ok = zero | (~_predicate(_column(inputs, 1, cell), w, b, down)
+                 & _predicate(_column(inputs, 2, cell), w, b, down))
     t = jnp.where(zero, jnp.where(b > 0, 0, n), jnp.minimum(t, n))
-    t = lax.cond(jnp.all(ok), lambda: t, lambda: full_search(inputs.xs, w, b))
-    return t, down
+    bucket = jnp.where(ok, jnp.where(down, t + (n + 1), t), -1)
+
+    def fallback() -> Array:  # reads Wt whole: slices of it would be copied for the branch
+        t = full_search(inputs.xs, Wt[0], Wt[1])
+        return jnp.where(Wt[0] < 0, t + (n + 1), t)
+
+    return lax.cond(jnp.min(bucket) >= 0, lambda: bucket, fallback)
+
+
+def boundaries(inputs: OneDimInputs, w: Array, b: Array) -> tuple[Array, Array]:
+    """The cut t (R, p) in 0..n of each neuron's active set on the sorted data, and ``down`` =
+    w < 0: neuron j is active on the sorted points k >= t_j (w_j >= 0) or k < t_j (w_j < 0);
+    w_j = 0: on all points if b_j > 0, else on none (exactly the dense activity, :func:`buckets`)."""
+    n = inputs.n
+    bucket = buckets(inputs, jnp.stack([w, b]))
+    down = bucket > n
+    return jnp.where(down, bucket - (n + 1), bucket), down
 
 
 def batch_loss_and_gradient(
@@ -155,14 +194,13 @@ def batch_loss_and_gradient(
     n = inputs.n
     w, b = Wt[0], Wt[1]
     xs = inputs.xs  # (Rd, n)
-    # materialised once: without the barrier the search is recomputed in each consumer fusion
-    t, down = lax.optimization_barrier(boundaries(inputs, w, b))
-    bucket = jnp.where(down, t + (n + 1), t)  # up neurons in 0..n, down ones in n+1..2n+1
+    bucket = buckets(inputs, Wt)  # up neurons in 0..n, down ones in n+1..2n+1
 
     # outputs: bucket sums of a_j (w_j, b_j), prefix sums (up) and suffix sums (down)
     v = jnp.stack([a * w, a * b], axis=-1).reshape(R * p, 2)
-    seg = (jnp.arange(R, dtype=jnp.int32)[:, None] * (2 * (n + 1)) + bucket).reshape(R * p)
-    sums = jax.ops.segment_sum(v, seg, num_segments=R * 2 * (n + 1)).reshape(R, 2, n + 1, 2)
+    seg = bucket if R == 1 else jnp.arange(R, dtype=jnp.int32)[:, None] * (2 * (n + 1)) + bucket
+    sums = jax.ops.segment_sum(v, seg.reshape(R * p), num_segments=R * 2 * (n + 1))
+    sums = sums.reshape(R, 2, n + 1, 2)
     up_sum = jnp.cumsum(sums[:, 0], axis=1)[:, :n]  # up neurons with t_j <= k
     down_sum = jnp.cumsum(sums[:, 1, ::-1], axis=1)[:, ::-1][:, 1:]  # down neurons with t_j > k
     AB = up_sum + down_sum  # (R, n, 2)
@@ -178,15 +216,18 @@ def batch_loss_and_gradient(
     g = c[:, None] * wts * loss.pointwise_derivative(out, yl)  # (R, n), sorted order
 
     # gradients: suffix sums (up neurons) and prefix sums (down ones) of g x and g, read at t_j
-    G = jnp.stack([g * xs, g], axis=-1)  # (R, n, 2)
-    zero = jnp.zeros((R, 1, 2), G.dtype)
-    suffix = jnp.concatenate([jnp.cumsum(G[:, ::-1], axis=1)[:, ::-1], zero], axis=1)
-    prefix = jnp.concatenate([zero, jnp.cumsum(G, axis=1)], axis=1)
-    table = jnp.concatenate([suffix, prefix], axis=1)  # (R, 2 (n + 1), 2), indexed by bucket
-    S = jnp.take_along_axis(table, bucket[..., None], axis=1)  # (R, p, 2)
-    M = jnp.moveaxis(S, -1, 0)  # (2, R, p): M_j = (S1_j, S0_j)
-    grad_Wt = kappa * a[None] * M
-    grad_a = kappa * (w * M[0] + b * M[1])
+    G = jnp.stack([g * xs, g], axis=1)  # (R, 2, n)
+    zero = jnp.zeros((R, 2, 1), G.dtype)
+    suffix = jnp.concatenate([jnp.cumsum(G[:, :, ::-1], axis=2)[:, :, ::-1], zero], axis=2)
+    prefix = jnp.concatenate([zero, jnp.cumsum(G, axis=2)], axis=2)
+    table = jnp.concatenate([suffix, prefix], axis=2)  # (R, 2, 2 (n + 1)), indexed by bucket
+    M = jnp.stack([_take(table[:, 0], bucket), _take(table[:, 1], bucket)])  # (2, R, p)
+    grads = jnp.stack([kappa * (w * M[0] + b * M[1]), kappa * a * M[0], kappa * a * M[1]])
+    grads = lax.optimization_barrier(grads)  # one pass writes all three (measured faster than
+    # the gathers read again by each consumer)
+    grad_a, grad_Wt = grads[0], grads[1:]
+    t = jnp.where(bucket > n, bucket - (n + 1), bucket)
+    down = w < 0
 
     # the dense view for the probes (removed by the compiler where unused): original order
     X = inputs.X
