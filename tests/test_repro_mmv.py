@@ -197,3 +197,17 @@ def test_fig6_tiny_end_to_end(tmp_path):
                                        "low_rank", "monotone_patterns"})
     assert {c.id: c.verdict for c in claims}["alignment"] == "reproduced"
     _rejudged_same("mmv-fig6", folder, tmp_path)
+
+
+def test_rank_bound_reads_the_experiment_start_in_the_theory_form():
+    """W(0) = eps W_0 with eps = alpha sqrt(D): 4 sqrt(h) eps W_max^2 = 4 sqrt(h) max_j ||w_j(0)||^2
+    / (alpha sqrt(D)); the bound tends to 2 as ||W||_2^2 grows (docs/math.md §4.2)."""
+    from shallowflow.reproductions.mmv.mnist import rank_bound
+
+    h, D, alpha = 4, 9, 1e-3
+    W = np.zeros((2, h, D))
+    W[0, :, 0] = alpha * np.array([1.0, 2.0, 3.0, 0.5])  # largest ||w_j(0)|| = 3 alpha
+    spectral = np.array([1e-6, 1e6])
+    expected = 2 + 4 * np.sqrt(h) * (3 * alpha) ** 2 / (alpha * np.sqrt(D)) / spectral
+    np.testing.assert_allclose(rank_bound(W, alpha, spectral), expected, rtol=1e-12)
+    assert rank_bound(W, alpha, np.array([1e12]))[0] == pytest.approx(2.0, abs=1e-9)

@@ -49,7 +49,11 @@ from shallowflow.reproductions.mmv.setup import (
     onset_iteration,
     reading,
 )
-from shallowflow.theory.alignment import class_directions, pair_sign_agreement
+from shallowflow.theory.alignment import (
+    class_directions,
+    pair_sign_agreement,
+    stable_rank_bound,
+)
 from shallowflow.training import Train
 
 ALIGN_BAND = (0.0, 3000.0)  # "good alignment after ~2000 iterations": up to 1.5 x 2000
@@ -109,6 +113,7 @@ def simulate_pair(P: MnistParams, train: Train, digits: tuple[int, int], name: s
         one = xr.Dataset({k: ("iteration", np.asarray(m[k] if k != "loss" else ds["loss"].values[0]))
                           for k in CURVES},
                          coords={"iteration": iterations(ds, P.lr)})
+        one["stable_rank_bound"] = ("iteration", rank_bound(W, P.alpha, m["spectral_sq"]))
         one["a_final"] = ("neuron", a[-1])
         one["W_final"] = (("neuron", "dim"), W[-1])
         out.append(one.expand_dims(reading=[r]))
@@ -119,6 +124,18 @@ def simulate_pair(P: MnistParams, train: Train, digits: tuple[int, int], name: s
                      counts=str(pair.counts), lr=P.lr,
                      simulate_wall_s=time.perf_counter() - start)
     return res
+
+
+def rank_bound(W: np.ndarray, alpha: float, spectral_sq: np.ndarray) -> np.ndarray:
+    """Theorem 1.3's stable-rank bound along a run (docs/math.md §4.2,
+    :func:`shallowflow.theory.alignment.stable_rank_bound`): 2 + 4 sqrt(h) eps W_max^2 /
+    ||W||_2^2, read in the theory's form W(0) = eps W_0 with [W_0]_ij ~ N(0, 1/D), i.e.
+    eps = alpha sqrt(D) and W_max = max_j ||w_j(0)|| / eps for the experiments' N(0, alpha^2)
+    entries (the theorem assumes a balanced start; the experiments' is not)."""
+    h, D = W.shape[1], W.shape[2]
+    eps = alpha * math.sqrt(D)
+    w_max = float(np.linalg.norm(W[0], axis=1).max()) / eps
+    return np.asarray(stable_rank_bound(spectral_sq, h, eps, w_max))
 
 
 # ----------------------------------------------------------------------------------- judge
@@ -246,8 +263,12 @@ def _panels(ds: xr.Dataset, r: str, title: str) -> object:
     ax = fig.add_subplot(gs[:, 2])
     loss = one["loss"].values
     ax.plot(it, loss / loss[0], color="C0", label=f"loss / L(0) (L(0) = {loss[0]:.3g})")
-    ax.plot(it, one["stable_rank"] / max(1.0, float(np.nanmax(one["stable_rank"][1:]))),
-            color="C1", label="stable rank (scaled to max 1)")
+    scale = max(1.0, float(np.nanmax(one["stable_rank"][1:])))
+    ax.plot(it, one["stable_rank"] / scale, color="C1", label="stable rank (scaled to max 1)")
+    if "stable_rank_bound" in one:
+        ax.plot(it, one["stable_rank_bound"] / scale, color="C1", ls="--", lw=0.8,
+                label="Theorem 1.3 bound (same scale)")
+        ax.set_ylim(-0.05, 1.1)
     ax2 = ax.twinx()
     ax2.plot(it, one["spectral_sq"], color="C4", label="||W||_2^2")
     ax2.set_ylabel("||W||_2^2", fontsize=8)
@@ -292,7 +313,8 @@ def draw_pair(ds: xr.Dataset, P: MnistParams, figname: str, paper_fig: str) -> l
     figs = [Figure(f"{figname}_panels", _panels(ds, P.primary, f"{head}, loss {P.primary}"),
                    f"The four panels of {paper_fig} for the headline reading {P.primary}: Gram "
                    "matrix sorted by label; alignment cosines with their min-max bands over "
-                   "V_+/V_-; loss (relative), stable rank and ||W||_2^2; mean neurons and class "
+                   "V_+/V_-; loss (relative), stable rank with Theorem 1.3's bound 2 + 4 sqrt(h) eps "
+                   "W_max^2/||W||_2^2 (dashed, eps = alpha sqrt(D)) and ||W||_2^2; mean neurons and class "
                    "means at the last iteration, shifted back by the mean image (each mean neuron "
                    "rescaled to the norm of its class mean, so that it shows on the pixel scale).")]
     fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
