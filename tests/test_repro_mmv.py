@@ -211,3 +211,20 @@ def test_rank_bound_reads_the_experiment_start_in_the_theory_form():
     expected = 2 + 4 * np.sqrt(h) * (3 * alpha) ** 2 / (alpha * np.sqrt(D)) / spectral
     np.testing.assert_allclose(rank_bound(W, alpha, spectral), expected, rtol=1e-12)
     assert rank_bound(W, alpha, np.array([1e12]))[0] == pytest.approx(2.0, abs=1e-9)
+
+
+def test_mnist_reproductions_take_a_users_files(tmp_path):
+    """``mnist_path`` replaces the embedded subset (any number of images per digit); without it
+    more than 500 per digit is refused, naming the field."""
+    from shallowflow.reproductions.mmv.setup import MnistSource, mmv_experiment
+
+    rng = np.random.default_rng(0)
+    labels = np.array([1, 0, 1, 7, 0, 1])
+    np.savez(tmp_path / "mine.npz", images=rng.integers(0, 256, (6, 28, 28), dtype=np.uint8),
+             labels=labels)
+    src = MnistSource(mnist_path=str(tmp_path / "mine.npz"), per_digit=None)
+    X, y = mmv_experiment(data=src.data((1, 0))).data.arrays()
+    assert X.shape == (5, 784) and sorted(np.asarray(y).tolist()) == [-1, -1, 1, 1, 1]
+    with pytest.raises(ValueError, match="per_digit"):
+        MnistSource(per_digit=501)
+    assert MnistSource(per_digit=501, mnist_path="x.npz").per_digit == 501

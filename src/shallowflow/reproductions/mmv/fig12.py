@@ -27,7 +27,7 @@ import numpy as np
 import xarray as xr
 from pydantic import Field
 
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register
+from shallowflow.reproductions.base import Figure, Reproduction, Section, register
 from shallowflow.reproductions.claims import Claim
 from shallowflow.reproductions.mmv.setup import (
     PAPER_ALPHA,
@@ -36,6 +36,7 @@ from shallowflow.reproductions.mmv.setup import (
     PAPER_STEPS,
     PAPER_WIDTH,
     PRIMARY,
+    MnistSource,
     Reading,
     first_layer_init,
     iterations,
@@ -50,11 +51,9 @@ SCHEMES = ("both layers", "first layer only")
 NORM_RISE = 0.1  # the norm changes "start": first reach 10 % of their maximum
 
 
-class Fig12Params(Params):
+class Fig12Params(MnistSource):
     """Parameters of mmv-fig12."""
 
-    per_digit: int | None = Field(None, ge=2, le=500,
-                                  description="images per digit from the embedded subset (None: all 500)")
     width: int = Field(ge=2, description="hidden neurons h")
     alpha: float = Field(gt=0, description="initial scale of W (and of v with both layers)")
     lr: float = Field(gt=0, description="SGD step size")
@@ -74,8 +73,8 @@ def simulate(P: Fig12Params, train: Train) -> xr.Dataset:
     """Both layers and first layer only; saves per scheme the loss and the two changes against
     iteration (W is not kept)."""
     start = time.perf_counter()
-    data = {"kind": "mnist", "digits": list(DIGITS), "per_digit": P.per_digit}
-    n = 2 * (P.per_digit or 500)
+    data = P.data(DIGITS)
+    n = mmv_experiment(data=data).data.shape[0]
     batch = min(P.batch, n)
     loss, red = reading(P.reading)
     marks = list(range(1, P.steps, P.every))

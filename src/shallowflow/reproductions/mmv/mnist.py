@@ -30,7 +30,7 @@ import xarray as xr
 from pydantic import Field
 
 from shallowflow.data.mnist import load_mnist_pair
-from shallowflow.reproductions.base import Figure, Params, Section
+from shallowflow.reproductions.base import Figure, Section
 from shallowflow.reproductions.claims import Claim, band_verdict
 from shallowflow.reproductions.mmv.setup import (
     ALIGN_LEVEL,
@@ -41,6 +41,7 @@ from shallowflow.reproductions.mmv.setup import (
     PAPER_WIDTH,
     PRIMARY,
     READINGS,
+    MnistSource,
     Reading,
     alignment_iteration,
     curve_measures,
@@ -65,11 +66,9 @@ CURVES = ("loss", "cos_plus", "cos_plus_min", "cos_plus_max", "cos_minus", "cos_
           "cos_minus_max", "stable_rank", "spectral_sq", "frobenius_sq", "n_plus")
 
 
-class MnistParams(Params):
+class MnistParams(MnistSource):
     """Parameters of the MNIST digit-pair reproductions."""
 
-    per_digit: int | None = Field(None, ge=2, le=500,
-                                  description="images per digit from the embedded subset (None: all 500)")
     width: int = Field(ge=2, description="hidden neurons h")
     alpha: float = Field(gt=0, description="initial scale: W and v entries N(0, alpha^2)")
     lr: float = Field(gt=0, description="GD step size")
@@ -80,6 +79,7 @@ class MnistParams(Params):
     primary: Reading = Field(description="the reading of the headline verdicts")
 
     def model_post_init(self, _: object) -> None:
+        super().model_post_init(_)
         if self.primary not in self.readings:
             raise ValueError(f"primary: {self.primary!r} must be one of readings {self.readings}")
 
@@ -99,8 +99,8 @@ def simulate_pair(P: MnistParams, train: Train, digits: tuple[int, int], name: s
     :data:`CURVES` against ``iteration`` and the last network (``a_final``, ``W_final``), plus
     the data (``X``, ``y``) and the pair's mean image ``mean_image``."""
     start = time.perf_counter()
-    data = {"kind": "mnist", "digits": list(digits), "per_digit": P.per_digit}
-    pair = load_mnist_pair(digits, per_digit=P.per_digit)
+    data = P.data(digits)
+    pair = load_mnist_pair(digits, P.mnist_path, per_digit=P.per_digit)
     out = []
     for r in P.readings:
         loss, red = reading(r)

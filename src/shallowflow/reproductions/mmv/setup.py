@@ -31,9 +31,11 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 import xarray as xr
+from pydantic import Field
 
 from shallowflow.config import Experiment
 from shallowflow.curves import first_crossing, first_rise
+from shallowflow.reproductions.base import Params
 from shallowflow.theory import alignment as al
 
 PAPER_ALPHA = 1e-6  # §4 and App. A: entries of W and v ~ N(0, alpha^2)
@@ -63,6 +65,27 @@ TOY_Y = np.array([1.0, 1.0, 1.0, 1.0, -1.0, -1.0, -1.0, -1.0])
 TOY_DESCRIPTION = ("8 points in R^2: +1 at angles 20, 35, 50, 65 degrees with norms 1.0, 0.8, 1.2, "
                    "0.9; -1 at 200, 220, 235, 250 degrees with norms 1.1, 0.9, 1.0, 0.8 "
                    "(mu = cos 50 deg = 0.643)")
+
+
+class MnistSource(Params):
+    """Where an MNIST reproduction's images come from (docs/math.md §4.3): the embedded
+    500-per-digit subset (``mnist_path`` None) or a user's IDX images file or .npz
+    (``shallowflow reproduce mmv-fig5 --preset paper --set 'mnist_path="train-images-idx3-ubyte.gz"'``);
+    ``per_digit`` keeps the first images of each digit (None: all of them)."""
+
+    per_digit: int | None = Field(None, ge=2, description="images per digit (None: all)")
+    mnist_path: str | None = Field(
+        None, description="a user's MNIST images (IDX file, folder or .npz); None: embedded subset")
+
+    def model_post_init(self, _: object) -> None:
+        if self.mnist_path is None and self.per_digit is not None and self.per_digit > 500:
+            raise ValueError(f"per_digit: the embedded subset has 500 images per digit (got "
+                             f"{self.per_digit}); give mnist_path for more")
+
+    def data(self, digits: Sequence[int]) -> dict[str, Any]:
+        """The ``data`` table of the experiments (kind ``mnist``)."""
+        return {"kind": "mnist", "digits": list(digits), "per_digit": self.per_digit,
+                "path": self.mnist_path}
 
 
 def reading(name: str) -> tuple[str, str]:
