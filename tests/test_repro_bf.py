@@ -325,3 +325,29 @@ def test_fig3_judge_on_synthetic_runs():
     assert fig3_claims(teacher)["misses_bumps"] == "not reproduced"
     assert fig3_claims(fig3_ds(spread_after_first=True))["omnidirectionality_lost"] == \
         "not reproduced"
+
+
+TINY = {
+    "bf-init": ["widths=[20]", "runs=2", "steps=40000", "lr=0.005", "points=20"],
+    "bf-alignment": ["m=20", "log10_lambdas=[-2.0, -4.0, -8.0]", "runs=1", "steps=60000",
+                     "points=60"],
+    "bf-fig3": ["m=100", "steps=20000", "points=40", "frames=4"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(TINY))
+def test_other_bf_reproductions_end_to_end(tmp_path, name):
+    """Each BF reproduction at a tiny size: a complete folder (claims with known verdicts, the
+    figures the report links), and a re-judge of the saved results gives the same claims."""
+    from shallowflow.reproductions.claims import VERDICTS
+
+    out = tmp_path / name
+    run_reproduction(name, out, "quick", TINY[name], show_progress=False)
+    claims, _ = check_reproduction_folder(out)
+    assert all(c["verdict"] in VERDICTS for c in claims.values())
+    rejudge(name, out, tmp_path / "again")
+    assert (tmp_path / "again" / "claims.json").read_text() == (out / "claims.json").read_text()
+    if name == "bf-init":  # every end state certified, with a known label
+        ds = xr.load_dataset(out / "results.nc")
+        assert set(ds["end_label"].values.tolist()) <= {
+            "global minimum", "strict local minimum", "saddle", "degenerate", "not stationary"}
