@@ -230,3 +230,14 @@ def finish(name: str, result: dict[str, Any], table: Callable[[dict[str, Any]], 
     """What a benchmark run alone does at the end: print its table, write its raw numbers."""
     print(table(result))
     print(f"wrote {write_json(out, name, result)}")
+
+
+def run_alone(name: str, doc: str, bench: Callable[[], dict[str, Any]],
+              table: Callable[[dict[str, Any]], str], argv: list[str] | None,
+              out: Path | None) -> dict[str, Any]:
+    """``main`` of a benchmark with no options but ``--out``: parse ``argv`` (:func:`parser`),
+    run ``bench()``, then :func:`finish` under ``name``; returns the result."""
+    args = parser(doc, out).parse_args(argv)
+    result = bench()
+    finish(name, result, table, args.out)
+    return result

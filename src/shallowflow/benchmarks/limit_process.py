@@ -19,9 +19,8 @@ import numpy as np
 from shallowflow.benchmarks.common import (
     ForeignLoad,
     best_time,
-    finish,
     machine_info,
-    parser,
+    run_alone,
     with_foreign_load,
 )
 
@@ -69,11 +68,7 @@ def table(r: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None, out: Path | None = None) -> dict[str, Any]:
     """Run alone: print the table, write the raw numbers to ``--out``/limit_process.json."""
-    ap = parser(__doc__, out)
-    args = ap.parse_args(argv)
-    r = bench()
-    finish("limit_process", r, table, args.out)
-    return r
+    return run_alone("limit_process", __doc__, bench, table, argv, out)
 
 
 if __name__ == "__main__":

@@ -23,9 +23,8 @@ import numpy as np
 from shallowflow.benchmarks.common import (
     ForeignLoad,
     best_time,
-    finish,
     machine_info,
-    parser,
+    run_alone,
     with_foreign_load,
 )
 
@@ -139,11 +138,7 @@ def table(r: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None, out: Path | None = None) -> dict[str, Any]:
     """Run alone: print the table, write the raw numbers to ``--out``/stationary.json."""
-    ap = parser(__doc__, out)
-    args = ap.parse_args(argv)
-    r = bench()
-    finish("stationary", r, table, args.out)
-    return r
+    return run_alone("stationary", __doc__, bench, table, argv, out)
 
 
 if __name__ == "__main__":

@@ -171,7 +171,7 @@ def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs:
             current = current[keep]
             state, ref = rb.take_runs(state, keep), rb.take_runs(full_ref, current)
             cur_inputs, cur_y = inputs.take_runs(current), y[current] if y.ndim == 2 else y
-            cur_stop, cur_keys = Stop(stop.loss[current], stop.grad_sq[current]), keys[current]
+            cur_stop, cur_keys = rb.take_runs(stop, current), keys[current]
     if len(current) < R:
         state, ref = rb.put_runs(full_state, state, current), full_ref
     return state, ref, {k: np.moveaxis(np.concatenate([p[k] for p in pieces]), 0, 1)

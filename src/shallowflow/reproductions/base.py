@@ -73,6 +73,13 @@ class Figure:
 Section = tuple[str, str]
 
 
+def run_time(ds: xr.Dataset, runs: bool = False) -> Section:
+    """The protocol section "Run time": the simulation's wall time (``simulate_wall_s`` in the
+    Dataset's attributes), with the number of runs when ``runs``."""
+    text = f"Simulation wall time {ds.attrs['simulate_wall_s']:.1f} s on this machine"
+    return ("Run time", f"{text} ({ds.sizes['run']} runs)." if runs else f"{text}.")
+
+
 @dataclass(frozen=True)
 class Reproduction:
     """A paper experiment: its presets and its four pieces (module docstring)."""

@@ -575,7 +575,7 @@ def stable_rank(W: object) -> np.ndarray | float:
     """||W||_F² / ||W||_2² over the last two axes (docs/math.md §4.4); NaN where W = 0."""
     W = np.asarray(W, dtype=np.float64)
     fro = np.sum(W * W, axis=(-2, -1))
-    spec = np.linalg.svd(W, compute_uv=False)[..., 0] ** 2
+    spec = np.asarray(spectral_norm_sq(W))
     with np.errstate(invalid="ignore", divide="ignore"):
         out = np.where(spec > 0, fro / np.where(spec > 0, spec, 1.0), np.nan)
     return float(out) if out.ndim == 0 else out

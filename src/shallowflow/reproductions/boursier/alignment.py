@@ -28,8 +28,12 @@ from pydantic import Field
 
 from shallowflow.fits import scaling_fits, slope_interval
 from shallowflow.labels import lambda_label
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register
-from shallowflow.reproductions.boursier.setup import bf_experiment, run_measures, stack_runs
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register, run_time
+from shallowflow.reproductions.boursier.setup import (
+    bf_experiment,
+    run_measures,
+    stack_runs,
+)
 from shallowflow.reproductions.claims import Claim, band_verdict
 from shallowflow.training import Train
 
@@ -88,14 +92,17 @@ def phase_table(ds: xr.Dataset, P: AlignmentParams) -> dict[str, np.ndarray]:
     of the live positive neurons at the end of Phase 2a."""
     R = ds.sizes["run"]
     t_al, t_2a, frac = np.full(R, np.nan), np.full(R, np.nan), np.full(R, np.nan)
+    extremal_G = math.nan
     for r in range(R):
         M = run_measures(ds, r, P.delta)
+        if r == 0:
+            extremal_G = float(M.critical.values.max())
         t_al[r], t_2a[r] = M.phases["alignment"], M.phases["phase2a"]
         if math.isfinite(t_2a[r]):
             frac[r] = float(M.align["frac_pos_live"].values[M.index("phase2a")])
     L = -ds["log10_lambda"].values * math.log(10)
     return {"L": L, "alignment": t_al, "phase2a": t_2a, "frac": frac,
-            "extremal_G": np.array([float(run_measures(ds, 0, P.delta).critical.values.max())])}
+            "extremal_G": np.array([extremal_G])}
 
 
 def scaling_claim(tab: dict[str, np.ndarray]) -> Claim:
@@ -216,8 +223,7 @@ def protocol(ds: xr.Dataset, P: AlignmentParams) -> list[Section]:
         f"(flow time {P.lr * P.steps:g}), float64; parametrisation 'auto' (log-norm once "
         f"lambda^2/m underflows). Phase ends by docs/math.md §8.11 with delta = {P.delta} rad.")),
         ("Phase ends", "\n".join(rows)),
-        ("Run time", f"Simulation wall time {ds.attrs['simulate_wall_s']:.1f} s on this machine "
-                     f"({ds.sizes['run']} runs).")]
+        run_time(ds, runs=True)]
 
 
 register(Reproduction(

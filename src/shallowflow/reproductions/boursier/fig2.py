@@ -26,7 +26,7 @@ from pydantic import Field
 
 from shallowflow.curves import BF_ALIGN_LEVEL
 from shallowflow.labels import lambda_label
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register, run_time
 from shallowflow.reproductions.boursier.setup import (
     PAPER_OLS_LOSS,
     PHASES,
@@ -155,7 +155,7 @@ def all_or_none_claim(ds: xr.Dataset) -> Claim:
     """Rule: every final neuron is active on all n points or on none."""
     X, _ = data_of(ds)
     a, W = ds["a"].isel(run=0).values[-1], ds["W"].isel(run=0).values[-1]
-    n, cnt = X.shape[0], active_counts(ds["W"].isel(run=0).values[-1], X)
+    n, cnt = X.shape[0], active_counts(W, X)
     partial = (cnt > 0) & (cnt < n)
     mass = np.abs(a) * np.linalg.norm(W, axis=1)
     share = float(mass[partial].sum() / mass.sum()) if mass.sum() > 0 else math.nan
@@ -268,20 +268,21 @@ def draw(ds: xr.Dataset, P: Fig2Params) -> list[Figure]:
 def protocol(ds: xr.Dataset, P: Fig2Params) -> list[Section]:
     """Sections "Protocol", "Phase ends" and "Run time"."""
     M = run_measures(ds, 0, P.delta)
+    X, y = data_of(ds)
     steps = int(ds["end_step"].values[0])
     rows = ["| phase end | flow time | GD step | record used |", "|---|---|---|---|"]
     for p in PHASES:
         k = M.index(p)
         rows.append(f"| {p} | {M.phases[p]:.5g} | {M.phases[p] / P.lr:,.0f} | t = {M.t[k]:.5g} |")
     return [("Protocol", (
-        f"3-point data x = {np.round(data_of(ds)[0][:, 0], 4).tolist()} with a hidden bias, "
-        f"y = {np.round(data_of(ds)[1], 4).tolist()}; m = {P.m}, balanced initialisation (Gaussian "
+        f"3-point data x = {np.round(X[:, 0], 4).tolist()} with a hidden bias, "
+        f"y = {np.round(y, 4).tolist()}; m = {P.m}, balanced initialisation (Gaussian "
         f"w~, a = +-||w~||) at lambda = {lambda_label(P.log10_lambda)} times 1/sqrt(m), seed "
         f"{P.seed}; GD lr = {P.lr:g} on (1/n) sum (h - y)^2 (no 1/2), float64, {steps:,} steps "
         f"(stop reason: {ds['stop_reason'].values[0]}), {ds.sizes['time']} geometric records. "
         f"Paper: m = 20 000, up to 2 million steps, float32.")),
         ("Phase ends", "\n".join(rows)),
-        ("Run time", f"Simulation wall time {ds.attrs['simulate_wall_s']:.1f} s on this machine.")]
+        run_time(ds)]
 
 
 register(Reproduction(

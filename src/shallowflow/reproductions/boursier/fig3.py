@@ -23,7 +23,7 @@ from pydantic import Field
 
 from shallowflow.curves import EVENT_DROP, growth_events
 from shallowflow.labels import lambda_label
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register, run_time
 from shallowflow.reproductions.boursier.setup import (
     bf_experiment,
     data_of,
@@ -195,7 +195,7 @@ def draw(ds: xr.Dataset, P: Fig3Params) -> list[Figure]:
                             cones=False, suptitle=f"BF Fig. 3: Stewart data n = {P.n}, unbalanced, "
                             f"m = {P.m}, lambda = {lambda_label(P.log10_lambda)}, GD lr = {P.lr:g}")
     animation = movie(ds, "fig3_animation.gif", P.frames, reference=teacher,
-                           reference_label="teacher", cones=False)
+                      reference_label="teacher", cones=False)
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.loglog(M["t"][1:], M["loss"][1:], color="C0")
     for i, (k0, k1) in enumerate(M["events"]):
@@ -230,7 +230,7 @@ def protocol(ds: xr.Dataset, P: Fig3Params) -> list[Section]:
         f"GD lr = {P.lr:g}, {P.steps:,} steps (flow time {P.lr * P.steps:g}), float64, "
         f"train.onedim = '{P.onedim}'. Paper: m = 200 000, lr 1e-3, 2 million steps, float32.")),
         ("Events", "\n".join(rows)),
-        ("Run time", f"Simulation wall time {ds.attrs['simulate_wall_s']:.1f} s on this machine.")]
+        run_time(ds)]
 
 
 register(Reproduction(

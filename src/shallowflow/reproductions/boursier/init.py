@@ -26,8 +26,13 @@ import xarray as xr
 from pydantic import Field
 
 from shallowflow.labels import lambda_label
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register
-from shallowflow.reproductions.boursier.setup import PAPER_OLS_LOSS, SCHEMES, bf_experiment, data_of
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register, run_time
+from shallowflow.reproductions.boursier.setup import (
+    PAPER_OLS_LOSS,
+    SCHEMES,
+    bf_experiment,
+    data_of,
+)
 from shallowflow.reproductions.claims import Claim
 from shallowflow.theory.ols import ols
 from shallowflow.training import Train
@@ -261,8 +266,7 @@ def protocol(ds: xr.Dataset, P: InitParams) -> list[Section]:
         f"1e-3, 2 million steps, m = 20 000, no certificate (the nature of the limit is argued "
         f"in Section 5).")),
         ("End states", "\n".join(rows)),
-        ("Run time", f"Simulation wall time {ds.attrs['simulate_wall_s']:.1f} s on this machine "
-                     f"({ds.sizes['run']} runs).")]
+        run_time(ds, runs=True)]
 
 
 register(Reproduction(

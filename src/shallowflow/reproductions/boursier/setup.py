@@ -189,7 +189,13 @@ def snapshot_panels(ds: xr.Dataset, indices: Sequence[int], titles: Sequence[str
     radius with the run's floor and outer radius, so snapshots compare), BF Figs. 2-3 layout."""
     import matplotlib.pyplot as plt
 
-    from shallowflow.plots.polar import default_floor, draw_function, draw_polar, shifted_log_radius
+    from shallowflow.plots.polar import (
+        default_floor,
+        draw_function,
+        draw_polar,
+        network_function,
+        shifted_log_radius,
+    )
 
     X, y = data_of(ds, run)
     one = ds.isel(run=run)
@@ -198,8 +204,6 @@ def snapshot_panels(ds: xr.Dataset, indices: Sequence[int], titles: Sequence[str
     rmax = float(shifted_log_radius(np.array(np.nanmax(norms)), floor)) or 1.0
     kappa = float(ds.attrs.get("kappa", 1.0))
     grid = np.linspace(min(-1.0, X[:, 0].min()), max(1.0, X[:, 0].max()), 201)
-    from shallowflow.plots.polar import network_function
-
     outs = [network_function(one["a"].values[k], one["W"].values[k], grid, kappa) for k in indices]
     lo = min(0.0, float(np.min(y)), *(float(o.min()) for o in outs))
     hi = max(float(np.max(y)), *(float(o.max()) for o in outs))

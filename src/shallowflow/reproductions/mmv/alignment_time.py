@@ -65,7 +65,7 @@ import xarray as xr
 from pydantic import Field
 
 from shallowflow.fits import bootstrap_mean, scaling_fits, slope_interval
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register, run_time
 from shallowflow.reproductions.claims import Claim, band_verdict
 from shallowflow.reproductions.mmv.setup import (
     PAPER_LR,
@@ -455,8 +455,7 @@ def protocol(ds: xr.Dataset, P: AlignmentTimeParams) -> list[Section]:
         f"{P.reading}, float64, records every {P.every} iterations (the alignment time's "
         f"resolution).")),
         ("Measured", "\n".join(rows)),
-        ("Run time", f"Simulation wall time {ds.attrs['simulate_wall_s']:.1f} s on this machine "
-                     f"({ds.sizes['run']} runs).")]
+        run_time(ds, runs=True)]
 
 
 register(Reproduction(

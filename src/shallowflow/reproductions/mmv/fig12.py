@@ -27,7 +27,7 @@ import numpy as np
 import xarray as xr
 from pydantic import Field
 
-from shallowflow.reproductions.base import Figure, Reproduction, Section, register
+from shallowflow.reproductions.base import Figure, Reproduction, Section, register, run_time
 from shallowflow.reproductions.claims import Claim
 from shallowflow.reproductions.mmv.setup import (
     PAPER_ALPHA,
@@ -174,7 +174,7 @@ def protocol(ds: xr.Dataset, P: Fig12Params) -> list[Section]:
         f"layer only: W entries N(0, {P.alpha:g}^2), v = +-1 fixed. Changes every {P.every} "
         f"iterations from records one step apart.")),
         ("Measured", "\n".join(rows)),
-        ("Run time", f"Simulation wall time {ds.attrs['simulate_wall_s']:.1f} s on this machine.")]
+        run_time(ds)]
 
 
 register(Reproduction(

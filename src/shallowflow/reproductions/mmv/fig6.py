@@ -29,7 +29,7 @@ import numpy as np
 import xarray as xr
 from pydantic import Field
 
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register, run_time
 from shallowflow.reproductions.claims import Claim, band_verdict
 from shallowflow.reproductions.mmv.setup import (
     PAPER_ALPHA,
@@ -219,7 +219,7 @@ def protocol(ds: xr.Dataset, P: Fig6Params) -> list[Section]:
         f"iterations, loss {P.reading} (not stated in the paper), float64, snapshots every "
         f"{P.every} iterations. Measured mu = {m['mu']:.4f}; alignment at iteration "
         f"{m['alignment_iteration']}, loss onset at {m['onset_iteration']:.0f}.")),
-        ("Run time", f"Simulation wall time {ds.attrs['simulate_wall_s']:.1f} s on this machine.")]
+        run_time(ds)]
 
 
 register(Reproduction(

@@ -30,7 +30,7 @@ import xarray as xr
 from pydantic import Field
 
 from shallowflow.data.mnist import load_mnist_pair
-from shallowflow.reproductions.base import Figure, Section
+from shallowflow.reproductions.base import Figure, Section, run_time
 from shallowflow.reproductions.claims import Claim, band_verdict
 from shallowflow.reproductions.mmv.setup import (
     ALIGN_LEVEL,
@@ -364,4 +364,4 @@ def protocol_pair(ds: xr.Dataset, P: MnistParams) -> list[Section]:
         f"each reading is run; headline verdicts use {P.primary} (Fig. 5's loss axis starts at "
         f"1, which only the exponential mean gives).")),
         ("Readings", "\n".join(rows)),
-        ("Run time", f"Simulation wall time {ds.attrs['simulate_wall_s']:.1f} s on this machine.")]
+        run_time(ds)]

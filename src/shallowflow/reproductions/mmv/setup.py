@@ -20,7 +20,7 @@ Helpers:
 * :func:`alignment_iteration`, :func:`onset_iteration`: the two times the claims read off;
 * :data:`TOY_X`, :data:`TOY_Y`: the toy 2-D mu-separated set of App. A.1 (coordinates chosen
   here: the paper does not give them);
-* :func:`polar_panels`: 2-D neuron snapshots with the cones (``plots.polar.draw_polar``).
+* :func:`polar_panels`: 2-D neuron snapshots with the cones (``plots.polar.draw_polar``);
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ import numpy as np
 import xarray as xr
 from pydantic import Field
 
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register, run_time
 from shallowflow.reproductions.claims import Claim, band_verdict
 from shallowflow.reproductions.mmv.setup import (
     PAPER_ALPHA,
@@ -292,7 +292,7 @@ def protocol(ds: xr.Dataset, P: TwoPointParams) -> list[Section]:
         f"iterations, loss {P.reading} (the paper does not state it), float64, snapshots every "
         f"{P.every} iterations and at {P.check} and {P.late}.")),
         ("Measured", "\n".join(rows)),
-        ("Run time", f"Simulation wall time {ds.attrs['simulate_wall_s']:.1f} s on this machine.")]
+        run_time(ds)]
 
 
 register(Reproduction(
