@@ -179,6 +179,31 @@ def test_gradient_per_run_data_and_fallback_search():
     assert np.array_equal(np.asarray(t), np.asarray(onedim.full_search(good.xs, Wt[0], Wt[1])))
 
 
+def test_any_hint_gives_the_exact_gradient():
+    """The search start carried from step to step (``hint``, docs/math.md §10) only picks where
+    the search begins: the right cells, cells of other weights, all zeros or all at the last row
+    give the dense gradient exactly (a wrong start costs the fallback search, never accuracy)."""
+    rng = np.random.default_rng(3)
+    R, n, p = 2, 24, 300
+    x = np.round(rng.uniform(-1, 1, n) * 8) / 8  # repeated values and exact ties
+    X = jnp.asarray(np.stack([x, np.ones_like(x)], -1))
+    y = jnp.asarray(rng.standard_normal(n))
+    a = jnp.asarray(rng.standard_normal((R, p)))
+    Wt = jnp.asarray(rng.integers(-8, 9, (2, R, p)) / 8.0)
+    dense = _gradient(a, Wt, SharedInputs.of(X), y, 1.0, RELU, Loss())
+    inputs = OneDimInputs.of(X)
+    last = inputs.window.shape[1] - 1
+    other = jnp.asarray(rng.standard_normal((2, R, p)))
+    for hint in (onedim.cells(inputs, Wt), onedim.cells(inputs, other),
+                 jnp.zeros((R, p), jnp.int32), jnp.full((R, p), last, jnp.int32)):
+        one = jax.jit(batch_loss_and_gradient, static_argnums=(4, 5, 6))(
+            a, Wt, inputs, y, 1.0, RELU, Loss(), hint=hint)
+        assert np.array_equal(np.asarray(dense.active), np.asarray(one.active))
+        for f in ("loss", "grad_a", "grad_Wt", "output"):
+            np.testing.assert_allclose(np.asarray(getattr(one, f)), np.asarray(getattr(dense, f)),
+                                       rtol=1e-12, atol=1e-14)
+
+
 @pytest.mark.parametrize("count_max", [0, 1, 4, 1 << 10])
 def test_window_search_counting_and_binary_agree(monkeypatch, count_max):
     """The cut inside a verified window, by counting (2^K <= COUNT_MAX) or by a binary search,

@@ -67,6 +67,7 @@ def batch_loss_and_gradient(
     loss: Loss,
     weights: Array | float = 1.0,
     mask: Array | None = None,
+    hint: Array | None = None,
 ) -> BatchGradient:
     """L, dL/da, dL/dWt of R networks: a (R, p), Wt (d, R, p), labels in ``inputs.labels`` layout.
 
@@ -75,13 +76,14 @@ def batch_loss_and_gradient(
     arrays are computed in the inputs' native order (``inputs.sample_axis``) and returned in the
     canonical one; conversions nobody uses are removed by the compiler. One-dimensional inputs
     with a bias (:class:`~shallowflow.inputs.OneDimInputs`) take the exact bucketed step of
-    :mod:`shallowflow.onedim` (docs/math.md §10).
+    :mod:`shallowflow.onedim` (docs/math.md §10); ``hint`` is that step's search start
+    (:func:`shallowflow.onedim.cells`), ignored by the other layouts.
     """
     if isinstance(inputs, OneDimInputs):
         from shallowflow import onedim  # imports this module
 
         return onedim.batch_loss_and_gradient(a, Wt, inputs, y, kappa, activation, loss, weights,
-                                              mask)
+                                              mask, hint)
     sa = inputs.sample_axis  # position of the sample axis; the run axis is the other one
     Z = inputs.pre(Wt)
     active = Z > 0 if mask is None else (Z > 0) & inputs.native(mask)

@@ -113,30 +113,44 @@ def _column(inputs: OneDimInputs, i: int, cell: Array) -> Array:
     return _take(inputs.window[:, :, i], cell)
 
 
-def buckets(inputs: OneDimInputs, Wt: Array) -> Array:
+def cells(inputs: OneDimInputs, Wt: Array) -> Array:
+    """Each neuron's search cell (R, p) for Wt = (w, b) (2, R, p): the row of ``inputs.window``
+    for its kink c = -b / w, (c - x0) / h + 1 clamped to the table (a NaN from w = b = 0 goes to
+    row 0; w = 0 is decided by :func:`buckets`). Only a guess, which :func:`buckets` verifies.
+
+    Elementwise, so the engine computes it in the pass that updates the parameters and hands it
+    to the next step as its ``hint``: the division then never sits inside the search's gathers,
+    which XLA:CPU would otherwise fuse into one scalar loop (a 1.5x faster step at m = 200 000,
+    n = 40; ``shallowflow bench onedim``)."""
+    w, b = Wt[0], Wt[1]
+    last = inputs.window.shape[1] - 1.0
+    q = (b / w) * -inputs.inv_h + (1.0 - inputs.x0 * inputs.inv_h)
+    q = jnp.where(q > 0.0, q, 0.0)
+    return jnp.where(q < last, q, last).astype(jnp.int32)
+
+
+def window_buckets(inputs: OneDimInputs, Wt: Array, hint: Array | None = None) -> Array:
     """Each neuron's bucket (R, p) in 0..2n+1 for Wt = (w, b) (2, R, p): its cut t_j
-    (:func:`boundaries`) for w_j >= 0, t_j + n + 1 for w_j < 0, in one pass over the neurons.
+    (:func:`boundaries`) for w_j >= 0, t_j + n + 1 for w_j < 0, in one pass over the neurons;
+    2n + 2 where the window misses the cut.
 
     The activity is decided by the sign test x_k w_j + b_j > 0 itself, computed as the dense path
     computes it (never by the rounded kink -b_j/w_j), so it is exactly the dense activity: t_j
     counts the leading sorted points on which the predicate "the cut is at or before k" is false,
     a predicate monotone in k because the computed x_k w_j + b_j is. The kink only picks a window
-    of 2^K points (the grid of :class:`~shallowflow.inputs.OneDimInputs`, gathers from its
-    table); the predicate at the two points just outside it proves that the cut lies inside, and
-    the number of points inside where it is false (2^K <= ``COUNT_MAX``: independent reads of the
-    cell's table row), or a binary search of K + 1 gathers, gives t_j. Should a window ever fail
-    that proof (rounding of the kink beyond the grid's margin), every cut of the step is found by
-    :func:`full_search` instead."""
+    of 2^K points (the grid of :class:`~shallowflow.inputs.OneDimInputs`, gathers from its table
+    at the cell of :func:`cells`, or at ``hint``, cells computed earlier: any cell gives the exact
+    buckets, a wrong one only costs the fallback). The predicate at the two points just outside
+    the window proves that the cut lies inside; then the number of points inside where it is
+    false (2^K <= ``COUNT_MAX``: independent reads of the cell's table row), or a binary search
+    of K + 1 gathers, gives t_j. A window fails that proof only through rounding of the kink
+    beyond the grid's margin, or a wrong ``hint``; then every cut of the step is found by
+    :func:`full_search` instead (:func:`batch_loss_and_gradient`)."""
     n = inputs.n
     w, b = Wt[0], Wt[1]
     down = w < 0
     zero = w == 0
-    # the row of the kink's cell, (c - x0) / h + 1 with c = -b / w, clamped to the table (a NaN
-    # from w = b = 0 to row 0; w = 0 is decided below): a guess that the window verifies
-    last = inputs.window.shape[1] - 1.0
-    q = (b / w) * -inputs.inv_h + (1.0 - inputs.x0 * inputs.inv_h)
-    q = jnp.where(q > 0.0, q, 0.0)
-    cell = jnp.where(q < last, q, last).astype(jnp.int32)
+    cell = cells(inputs, Wt) if hint is None else hint
     first = _column(inputs, 0, cell).astype(jnp.int32)
     size = 1 << inputs.levels
     if size <= COUNT_MAX:
@@ -153,13 +167,20 @@ def buckets(inputs: OneDimInputs, Wt: Array) -> Array:
     ok = zero | (~_predicate(_column(inputs, 1, cell), w, b, down)
                  & _predicate(_column(inputs, 2, cell), w, b, down))
     t = jnp.where(zero, jnp.where(b > 0, 0, n), jnp.minimum(t, n))
-    bucket = jnp.where(ok, jnp.where(down, t + (n + 1), t), -1)
+    return jnp.where(ok, jnp.where(down, t + (n + 1), t), 2 * (n + 1))
 
-    def fallback() -> Array:  # reads Wt whole: slices of it would be copied for the branch
-        t = full_search(inputs.xs, Wt[0], Wt[1])
-        return jnp.where(Wt[0] < 0, t + (n + 1), t)
 
-    return lax.cond(jnp.min(bucket) >= 0, lambda: bucket, fallback)
+def _searched(inputs: OneDimInputs, Wt: Array) -> Array:
+    """Every neuron's bucket by :func:`full_search` (the fallback of :func:`buckets`)."""
+    t = full_search(inputs.xs, Wt[0], Wt[1])  # reads Wt whole: slices of it would be copied
+    return jnp.where(Wt[0] < 0, t + (inputs.n + 1), t)  # for the branch
+
+
+def buckets(inputs: OneDimInputs, Wt: Array, hint: Array | None = None) -> Array:
+    """Each neuron's bucket (R, p) in 0..2n+1 (:func:`window_buckets`, with its fallback)."""
+    bucket = window_buckets(inputs, Wt, hint)
+    return lax.cond(jnp.max(bucket) <= 2 * inputs.n + 1, lambda: bucket,
+                    lambda: _searched(inputs, Wt))
 
 
 def boundaries(inputs: OneDimInputs, w: Array, b: Array) -> tuple[Array, Array]:
@@ -172,6 +193,25 @@ def boundaries(inputs: OneDimInputs, w: Array, b: Array) -> tuple[Array, Array]:
     return jnp.where(down, bucket - (n + 1), bucket), down
 
 
+def _bucket_sums(a: Array, Wt: Array, bucket: Array, n: int) -> Array:
+    """sum of a_j (w_j, b_j) over the neurons of each bucket, (R, 2n + 3, 2) for buckets (R, p) in
+    0..2n+1 or 2n + 2 (a failed window, :func:`window_buckets`), whose row instead counts the
+    failed windows: one scatter-add of p rows per run."""
+    R, p = a.shape
+    B = 2 * (n + 1)
+    failed = bucket == B
+    v = jnp.stack([jnp.where(failed, 1, a * Wt[0]), jnp.where(failed, 1, a * Wt[1])], axis=-1)
+    seg = bucket if R == 1 else jnp.arange(R, dtype=jnp.int32)[:, None] * (B + 1) + bucket
+    sums = jax.ops.segment_sum(v.reshape(R * p, 2), seg.reshape(R * p), num_segments=R * (B + 1))
+    return sums.reshape(R, B + 1, 2)
+
+
+def _fallback(a: Array, inputs: OneDimInputs, Wt: Array) -> tuple[Array, Array]:
+    """The buckets of :func:`full_search` and their sums (no failed window: a zero last row)."""
+    bucket = _searched(inputs, Wt)
+    return bucket, _bucket_sums(a, Wt, bucket, inputs.n)
+
+
 def batch_loss_and_gradient(
     a: Array,
     Wt: Array,
@@ -182,25 +222,26 @@ def batch_loss_and_gradient(
     loss: Loss,
     weights: Array | float = 1.0,
     mask: Array | None = None,
+    hint: Array | None = None,
 ) -> BatchGradient:
     """:func:`shallowflow.network.batch_loss_and_gradient` for :class:`OneDimInputs`: a (R, p),
     Wt (2, R, p) = (w, b), labels (n,) or (R, n) in the original order; ``weights`` a scalar or
-    (n, 1)/(n, R) in the original order. ReLU only, no persistent mask (ValueError otherwise)."""
+    (n, 1)/(n, R) in the original order; ``hint`` the neurons' search cells (:func:`cells`), if
+    already computed. ReLU only, no persistent mask (ValueError otherwise)."""
     if activation.leak != 0.0:
         raise ValueError("onedim: needs ReLU (leak 0); the leaky ReLU uses the dense path")
     if mask is not None:
         raise ValueError("onedim: not with the persistent activity mask (activity_mask)")
-    R, p = a.shape
+    R = a.shape[0]
     n = inputs.n
     w, b = Wt[0], Wt[1]
     xs = inputs.xs  # (Rd, n)
-    bucket = buckets(inputs, Wt)  # up neurons in 0..n, down ones in n+1..2n+1
-
     # outputs: bucket sums of a_j (w_j, b_j), prefix sums (up) and suffix sums (down)
-    v = jnp.stack([a * w, a * b], axis=-1).reshape(R * p, 2)
-    seg = bucket if R == 1 else jnp.arange(R, dtype=jnp.int32)[:, None] * (2 * (n + 1)) + bucket
-    sums = jax.ops.segment_sum(v, seg.reshape(R * p), num_segments=R * 2 * (n + 1))
-    sums = sums.reshape(R, 2, n + 1, 2)
+    bucket = window_buckets(inputs, Wt, hint)  # up neurons in 0..n, down ones in n+1..2n+1
+    sums = _bucket_sums(a, Wt, bucket, n)  # (R, 2n + 3, 2): the last row counts failures
+    bucket, sums = lax.cond(jnp.any(sums[:, -1, 0] > 0), lambda: _fallback(a, inputs, Wt),
+                            lambda: (bucket, sums))
+    sums = sums[:, :-1].reshape(R, 2, n + 1, 2)
     up_sum = jnp.cumsum(sums[:, 0], axis=1)[:, :n]  # up neurons with t_j <= k
     down_sum = jnp.cumsum(sums[:, 1, ::-1], axis=1)[:, ::-1][:, 1:]  # down neurons with t_j > k
     AB = up_sum + down_sum  # (R, n, 2)

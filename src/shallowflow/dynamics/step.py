@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 from jax import Array, lax
 
+from shallowflow import onedim
 from shallowflow.dynamics.config import EngineConfig
 from shallowflow.dynamics.parametrisation import Params
 from shallowflow.dynamics.state import (
@@ -66,11 +67,21 @@ def _minibatch(cfg: EngineConfig, inputs: Inputs, y: Array, keys: Array, step: A
     return PerRunInputs(Xb), yb, n / B
 
 
+def _hint(cfg: EngineConfig, params: Params, inputs: Inputs) -> Array | None:
+    """The one-dimensional path's search start for these parameters (:func:`shallowflow.onedim.
+    cells`), None on the other paths. Computed in the pass that updates the parameters and carried
+    to the next step, it keeps a division out of that step's gathers (docs/math.md §10)."""
+    if not isinstance(inputs, OneDimInputs):
+        return None
+    return onedim.cells(inputs, cfg.coordinates.weights(params)[1])
+
+
 def _step(cfg: EngineConfig, st: EngineState, step: Array, inputs: Inputs, y: Array,
-          stop: Stop, keys: Array) -> EngineState:
-    """One GD/SGD step of all runs, with early stop and divergence handling."""
+          stop: Stop, keys: Array, hint: Array | None) -> tuple[EngineState, Array | None]:
+    """One GD/SGD step of all runs, with early stop and divergence handling; ``hint`` and the
+    returned one are :func:`_hint` of the parameters before and after the step."""
     if cfg.batch_size is None:
-        bg = _gradient(cfg, st, inputs, y)
+        bg = _gradient(cfg, st, inputs, y, hint=hint)
         below = bg.loss < stop.loss
     else:
         Xb, yb, weight = _minibatch(cfg, inputs, y, keys, step)
@@ -84,8 +95,9 @@ def _step(cfg: EngineConfig, st: EngineState, step: Array, inputs: Inputs, y: Ar
     code, event = freeze(st, below, ~jnp.isfinite(bg.loss), step)
     move = code == RUNNING
     mask = None if st.mask is None else jnp.where(move[None, :, None], bg.active, st.mask)
-    return st._replace(params=select(move, new, st.params), code=code, event_step=event,
-                       mask=mask)
+    params = select(move, new, st.params)
+    st = st._replace(params=params, code=code, event_step=event, mask=mask)
+    return st, _hint(cfg, params, inputs)
 
 
 def probe_context(cfg: EngineConfig, params: Params, bg: BatchGradient | None,
@@ -151,8 +163,8 @@ def segment_body(cfg: EngineConfig, step0: Array, state: EngineState, targets: A
         target, index = target_and_index
 
         def body(c):
-            step, st = c
-            return step + 1, _step(cfg, st, step, inputs, y, stop, keys)
+            step, st, hint = c
+            return step + 1, *_step(cfg, st, step, inputs, y, stop, keys, hint)
 
         def body_unrolled(c):
             for _ in range(unroll):
@@ -161,9 +173,10 @@ def segment_body(cfg: EngineConfig, step0: Array, state: EngineState, targets: A
 
         step, st = carry
         backup, st = st.backup, st._replace(backup=None)  # not carried through the step loops
+        c = (step, st, _hint(cfg, st.params, inputs))
         if unroll > 1:
-            step, st = lax.while_loop(lambda c: c[0] + unroll <= target, body_unrolled, (step, st))
-        step, st = lax.while_loop(lambda c: c[0] < target, body, (step, st))
+            c = lax.while_loop(lambda c: c[0] + unroll <= target, body_unrolled, c)
+        step, st, _ = lax.while_loop(lambda c: c[0] < target, body, c)
         st = _guard(st._replace(backup=backup), step)
         shapes = jax.eval_shape(measure, st, step)
 
