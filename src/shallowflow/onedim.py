@@ -44,7 +44,8 @@ from shallowflow.network import BatchGradient
 MIN_SAMPLES = 32
 """Automatic choice (:func:`pays`): at least this many points ... (the dense step's cost grows
 with n, the bucketed one's hardly: on 2 CPU cores the crossover lies between n = 3, where the
-bucketed step is 2-10x slower, and n = 40, where it is 1.2-5x faster; ``shallowflow bench onedim``)"""
+bucketed step is 1-2.5x slower, and n = 40, where it is 4-13x faster; ``shallowflow bench
+onedim``)"""
 MIN_PAIRS = 50_000
 """... and at least this many (point, neuron) pairs per run (below, both steps take microseconds)."""
 
