@@ -396,3 +396,33 @@ def test_a_small_gradient_descent_run_goes_through_the_phases_to_the_ols_line():
     assert ds.frac_pos_live.sel(time=ends["alignment"], method="bfill") >= 0.9
     occupied = ds.cone_pattern.values[ds.cone_count.values[-1] > 0]
     assert sorted(map(tuple, occupied.tolist())) == [(-1, -1, -1), (1, 1, 1)]
+
+
+def test_norms_exact_at_any_scale():
+    """(3, 4) s has norm 5 s for every scale s, also where the squares underflow (s = 1e-200,
+    where numpy's norm gives 0) or overflow (s = 1e200); a zero row has norm 0 and direction NaN."""
+    from shallowflow.vectors import norms, units
+
+    for s in (1.0, 1e-200, 1e-300, 1e200):
+        x = np.array([[3.0, 4.0], [0.0, 0.0]]) * s
+        np.testing.assert_allclose(norms(x)[0], 5.0 * s, rtol=1e-15)
+        np.testing.assert_allclose(units(x)[0], [0.6, 0.8], rtol=1e-15)
+        assert norms(x)[1] == 0.0 and np.all(np.isnan(units(x)[1]))
+    assert np.linalg.norm([3e-200, 4e-200]) == 0.0  # the failure the helper avoids
+
+
+@pytest.mark.parametrize("scale", [1e-200, 1e-300])
+def test_alignment_diagnostics_are_scale_free(scale):
+    """Directions, cosines, alignment, activity and G do not depend on the neurons' scale: a
+    network multiplied by 1e-200 or 1e-300 (BF's lambda range, where squared weights underflow)
+    gives the diagnostics of the unscaled one."""
+    X, y = boursier.three_point()
+    rng = np.random.default_rng(4)
+    W = rng.standard_normal((3, 40, 2))
+    a = np.linalg.norm(W, axis=-1) * np.where(rng.random((3, 40)) < 0.5, 1.0, -1.0)
+    ref = bf_alignment.alignment(a, W, X, y)
+    small = bf_alignment.alignment(a * scale, W * scale, X, y)
+    for name in ("cos_nearest", "cos_typed", "G"):
+        np.testing.assert_allclose(small[name].values, ref[name].values, rtol=1e-13, atol=1e-15)
+    for name in ("aligned", "live", "nearest", "frac_pos_live", "frac_neg_live", "cone_count"):
+        np.testing.assert_array_equal(small[name].values, ref[name].values)

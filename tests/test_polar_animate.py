@@ -157,15 +157,59 @@ def test_frames_update_the_same_artists_and_go_straight_to_the_file(tmp_path, mo
     import shallowflow.plots.animate as anim
 
     counts, sizes = [], []
-    grab = anim.StreamingGifWriter.grab_frame
+    add = anim.StreamingGifWriter.add_rgba
 
-    def counting_grab(self, **kw):
-        grab(self, **kw)
+    def counting_add(self, rgba):
+        add(self, rgba)
         counts.append(sum(len(ax.get_children()) for ax in self.fig.axes))
         sizes.append(self._file.tell())
 
-    monkeypatch.setattr(anim.StreamingGifWriter, "grab_frame", counting_grab)
+    monkeypatch.setattr(anim.StreamingGifWriter, "add_rgba", counting_add)
     animate(synthetic(T=12, p=50), tmp_path / "run.gif", dpi=30)
     assert len(counts) == 12 and len(set(counts)) == 1, counts
     assert all(b > a for a, b in itertools.pairwise(sizes)), sizes
     assert gif_frames(tmp_path / "run.gif") == 12
+
+
+@pytest.mark.parametrize("options", [{}, {"size_by_a": True, "radius": "norm"}])
+def test_blitted_frames_equal_full_redraws(options):
+    """Drawing only what changes over a background rendered once gives, pixel for pixel, the
+    frame of a full redraw of the same figure (the neurons sit below the data markers of the
+    polar panel, the curve below the legend: the artists above the changing ones are redrawn in
+    order too)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from shallowflow.plots.animate import Blitter
+    from shallowflow.plots.polar import RunPanels
+
+    ds = synthetic(T=4, p=60)
+    blitted = RunPanels(ds, dpi=50, **options)
+    full = RunPanels(ds, dpi=50, **options)
+    FigureCanvasAgg(full.fig)
+    blitter = Blitter(blitted.fig, blitted.changing)
+    assert len(blitter.layers) > len(blitted.changing)  # data markers, legend: redrawn as well
+    try:
+        for k in (3, 0, 2):
+            blitted.show(k)
+            full.show(k)
+            frame = np.asarray(blitter.render()).copy()
+            full.fig.canvas.draw()
+            reference = np.asarray(full.fig.canvas.buffer_rgba())
+            assert frame.shape == reference.shape
+            assert np.array_equal(frame, reference), int(np.sum(frame != reference))
+    finally:
+        plt.close(blitted.fig)
+        plt.close(full.fig)
+
+
+def test_mp4_has_one_frame_per_snapshot(tmp_path):
+    """With the optional extra ``video``: the MP4 holds one frame per snapshot (counted by
+    decoding it with ffmpeg)."""
+    import re
+    import subprocess
+
+    imageio_ffmpeg = pytest.importorskip("imageio_ffmpeg")
+    out = animate(synthetic(T=7), tmp_path / "run.mp4", fps=5, dpi=40)
+    log = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-i", str(out), "-map", "0:v:0",
+                          "-f", "null", "-"], capture_output=True, text=True, check=True).stderr
+    assert int(re.findall(r"frame=\s*(\d+)", log)[-1]) == 7

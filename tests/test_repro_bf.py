@@ -234,7 +234,7 @@ def test_alignment_rules_on_synthetic_phase_tables():
     L = np.repeat([5.0, 10.0, 20.0, 40.0, 80.0], 3)
     jitter = np.tile([-0.05, 0.0, 0.05], 5)
     base = {"L": L, "alignment": np.full(L.size, 2.5), "frac": np.ones(L.size),
-            "extremal_G": np.array([1.43])}
+            "frac_after": np.ones(L.size), "extremal_G": np.array([1.43])}
     linear = {**base, "phase2a": 0.7 * L + jitter}  # Theta(log 1/lambda): log-log slope 1
     assert scaling_claim(linear).verdict == "reproduced"
     assert aligned_claim(linear).verdict == "reproduced"
@@ -246,6 +246,11 @@ def test_alignment_rules_on_synthetic_phase_tables():
     assert aligned_claim(late).verdict == "partly"
     never = {**linear, "alignment": np.full(L.size, 100.0)}
     assert aligned_claim(never).verdict == "not reproduced"
+    # the verdict reads the last record inside the early phase, not the first one after it
+    turned = {**linear, "frac_after": np.zeros(L.size)}
+    assert aligned_claim(turned).verdict == "reproduced"
+    spread = {**linear, "frac": np.full(L.size, 0.5)}
+    assert aligned_claim(spread).verdict == "not reproduced"
 
 
 def test_growth_events_from_a_loss_curve():

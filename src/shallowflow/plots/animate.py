@@ -4,11 +4,14 @@ picture is the polar neuron plot with the network function beside it (docs/math.
 :mod:`shallowflow.plots.polar`).
 
 Memory does not grow with the number of frames: the artists are drawn once and only their data
-change per frame, and every frame is written to the file as soon as it is grabbed
-(``writer.saving`` / ``grab_frame``). A GIF is written by :class:`StreamingGifWriter` (Pillow, no
-external program; matplotlib's ``PillowWriter`` keeps every frame in memory until the end); an MP4
-by matplotlib's ``FFMpegWriter`` with the ffmpeg binary of ``imageio-ffmpeg`` (the optional extra
-``video``). The file appears atomically (:func:`shallowflow.store.atomic_file`).
+change per frame, and every frame is written to the file as soon as it is rendered. Only what
+changes is drawn per frame (:class:`Blitter`: axes, ticks, labels and the data are rendered
+once, the neurons, the network curve and the title over that background), pixel for pixel the
+frame a full redraw gives. A GIF is written by :class:`StreamingGifWriter` (Pillow, no external
+program; matplotlib's ``PillowWriter`` keeps every frame in memory until the end); an MP4 by
+:class:`StreamingFFMpegWriter` (matplotlib's ``FFMpegWriter`` fed rendered frames) with the
+ffmpeg binary of ``imageio-ffmpeg`` (the optional extra ``video``). The file appears atomically
+(:func:`shallowflow.store.atomic_file`).
 """
 
 from __future__ import annotations
@@ -19,7 +22,10 @@ from typing import IO, Any
 
 import numpy as np
 import xarray as xr
-from matplotlib.animation import AbstractMovieWriter
+from matplotlib.animation import AbstractMovieWriter, FFMpegWriter
+from matplotlib.artist import Artist
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
 from shallowflow.errors import UserError
 from shallowflow.plots.polar import RunPanels
@@ -44,12 +50,16 @@ class StreamingGifWriter(AbstractMovieWriter):
         self.frames = 0
 
     def grab_frame(self, **savefig_kwargs: Any) -> None:
-        from PIL import GifImagePlugin, Image
-
+        """Render the figure (a full redraw) and append it."""
         buf = BytesIO()
         self.fig.savefig(buf, **{**savefig_kwargs, "format": "rgba", "dpi": self.dpi})
-        rgb = Image.frombuffer("RGBA", self.frame_size, buf.getbuffer(), "raw", "RGBA", 0, 1
-                               ).convert("RGB")
+        self.add_rgba(buf.getbuffer())
+
+    def add_rgba(self, rgba: Any) -> None:
+        """Append a frame already rendered: RGBA bytes of the figure's frame size."""
+        from PIL import GifImagePlugin, Image
+
+        rgb = Image.frombuffer("RGBA", self.frame_size, rgba, "raw", "RGBA", 0, 1).convert("RGB")
         frame = rgb.quantize(256)
         duration = round(1000 / self.fps)
         if self.frames == 0:  # the first frame's palette is the global one
@@ -69,6 +79,45 @@ class StreamingGifWriter(AbstractMovieWriter):
         self._file.close()
 
 
+class StreamingFFMpegWriter(FFMpegWriter):
+    """matplotlib's ``FFMpegWriter`` that also takes frames already rendered (:meth:`add_rgba`)."""
+
+    def add_rgba(self, rgba: Any) -> None:
+        """Append a frame already rendered: RGBA bytes of the figure's frame size."""
+        self._proc.stdin.write(rgba)
+
+
+class Blitter:
+    """Frames of a figure in which only ``changing`` artists change: everything else is rendered
+    once into a background; :meth:`render` restores it and draws, in each axes (or the figure),
+    the changing artists and every artist not below the lowest of them (zorder; in drawing order;
+    all of these are left out of the background), so that a frame is pixel for pixel the full
+    redraw (``test_blitted_frames_equal_full_redraws``). The figure gets an Agg canvas (it must be
+    one that this code owns)."""
+
+    def __init__(self, fig: Figure, changing: list[Artist]) -> None:
+        self.fig = fig
+        self.canvas = FigureCanvasAgg(fig)
+        self.layers: list[Artist] = []
+        for parent in {id(a.axes if a.axes is not None else fig): a.axes or fig
+                       for a in changing}.values():
+            mine = [a for a in changing if (a.axes or fig) is parent]
+            low = min(a.get_zorder() for a in mine)
+            above = [a for a in parent.get_children() if a.get_zorder() >= low]
+            self.layers.extend(sorted(above, key=Artist.get_zorder))  # stable: drawing order
+        for a in self.layers:
+            a.set_animated(True)
+        self.canvas.draw()
+        self.background = self.canvas.copy_from_bbox(fig.bbox)
+
+    def render(self) -> memoryview:
+        """The current frame, RGBA bytes (valid until the next render)."""
+        self.canvas.restore_region(self.background)
+        for a in self.layers:
+            self.fig.draw_artist(a)
+        return self.canvas.buffer_rgba()
+
+
 def frame_indices(count: int, max_frames: int | None = None) -> np.ndarray:
     """The recorded time indices to draw: all of them, or ``max_frames`` evenly spaced in index
     (so still geometric in time for a geometric schedule), the first and last included."""
@@ -79,7 +128,8 @@ def frame_indices(count: int, max_frames: int | None = None) -> np.ndarray:
     return np.unique(np.round(np.linspace(0, count - 1, max_frames)).astype(int))
 
 
-def _writer(suffix: str, fps: float) -> tuple[AbstractMovieWriter, dict[str, Any]]:
+def _writer(suffix: str, fps: float
+            ) -> tuple[StreamingGifWriter | StreamingFFMpegWriter, dict[str, Any]]:
     """The movie writer for a file suffix and the rcParams it needs."""
     if suffix == ".gif":
         return StreamingGifWriter(fps=fps), {}
@@ -90,10 +140,8 @@ def _writer(suffix: str, fps: float) -> tuple[AbstractMovieWriter, dict[str, Any
             f"path: an MP4 needs the ffmpeg binary of the optional extra '{VIDEO_EXTRA}' "
             f"(pip install 'shallowflow[{VIDEO_EXTRA}]', or pip install imageio-ffmpeg) "
             "(got a .mp4 path); or write a .gif, which needs nothing more") from None
-    from matplotlib.animation import FFMpegWriter
-
     # the temporary name has no .mp4 suffix, so the container is named explicitly
-    return (FFMpegWriter(fps=fps, codec="h264", extra_args=["-f", "mp4"]),
+    return (StreamingFFMpegWriter(fps=fps, codec="h264", extra_args=["-f", "mp4"]),
             {"animation.ffmpeg_path": imageio_ffmpeg.get_ffmpeg_exe()})
 
 
@@ -123,9 +171,10 @@ def animate(ds: xr.Dataset, path: str | Path, run: int = 0, fps: float = 8.0,
     panels = RunPanels(ds, run, dpi=dpi, **options)
     try:
         with mpl.rc_context(rc), atomic_file(path) as tmp, writer.saving(panels.fig, str(tmp), dpi):
+            blitter = Blitter(panels.fig, panels.changing)
             for k in frame_indices(panels.count, max_frames):
                 panels.show(int(k))
-                writer.grab_frame()
+                writer.add_rgba(blitter.render())
     finally:
         plt.close(panels.fig)
     return path

@@ -27,9 +27,11 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import xarray as xr
 
+from shallowflow import vectors
 from shallowflow.errors import UserError
 
 if TYPE_CHECKING:
+    from matplotlib.artist import Artist
     from matplotlib.axes import Axes
     from matplotlib.collections import PathCollection
     from matplotlib.figure import Figure
@@ -63,7 +65,7 @@ def default_floor(W: np.ndarray) -> float:
     """The default ν_0 of the shifted log radius: the median positive neuron norm of ``W``
     (p, dim), normally the initial weights, so the initial scale sits near ρ = log10 2; 1 when no
     neuron has a positive norm (docs/math.md §2.6)."""
-    norms = np.linalg.norm(np.asarray(W, dtype=float), axis=-1).ravel()
+    norms = vectors.norms(W).ravel()
     norms = norms[np.isfinite(norms) & (norms > 0)]
     return float(np.median(norms)) if norms.size else 1.0
 
@@ -103,7 +105,7 @@ def polar_coordinates(W: np.ndarray, basis: np.ndarray | None = None, radius: Ra
     theta = np.arctan2(P[:, 1], P[:, 0])
     if radius == "log" and floor is None:
         floor = default_floor(W)
-    return theta, _radius(np.linalg.norm(W, axis=-1), radius, floor)
+    return theta, _radius(vectors.norms(W), radius, floor)
 
 
 def _radius(norm: np.ndarray, radius: Radius, floor: float | None) -> np.ndarray:
@@ -357,6 +359,12 @@ class RunPanels:
         self.title: Text = self.fig.suptitle("", fontsize=10)
         self.fig.tight_layout()
         self.fig.set_layout_engine(None)  # a fixed layout: no layout draw before each frame
+
+    @property
+    def changing(self) -> list[Artist]:
+        """The artists :meth:`show` changes: the neurons, the network curve and the title."""
+        return [self.polar.scatter, self.title,
+                *([] if self.function is None else [self.function.line])]
 
     @property
     def count(self) -> int:

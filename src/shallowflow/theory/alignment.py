@@ -53,6 +53,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from shallowflow.vectors import norms, units
+
 __all__ = [
     "CONE_NAMES",
     "OTHER",
@@ -125,16 +127,9 @@ def _signs(v: object, lead: tuple[int, ...], name: str = "v") -> np.ndarray:
         raise ValueError(f"{name}: shape {s.shape} does not match the neurons of W {lead}") from None
 
 
-def _unit(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    """x/||x|| along ``axis``; NaN where x = 0."""
-    norm = np.linalg.norm(x, axis=axis, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(norm > 0, x / np.where(norm > 0, norm, 1.0), np.nan)
-
-
 def _cos(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """cos(a, b) along the last axis (broadcast); NaN where a or b is zero."""
-    return np.sum(_unit(a) * _unit(b), axis=-1)
+    return np.sum(units(a) * units(b), axis=-1)
 
 
 # ------------------------------------------------------------------------------- data objects
@@ -273,7 +268,7 @@ def direction_field(W: object, v: object, X: object, y: object, leak: float = 0.
     W = _weights(W, X.shape[1])
     s = _signs(v, W.shape[:-1])
     xa = signed_activation_sum(W, X, y, leak)
-    u = _unit(W)
+    u = units(W)
     proj = xa - np.sum(u * xa, axis=-1, keepdims=True) * u
     return s[..., None] * proj
 
@@ -471,7 +466,7 @@ def theorem1_constants(X: object, y: object, W0: object, v: object, eps: float =
         raise ValueError(f"W0: need (h, d), got shape {W0.shape}")
     h, n = W0.shape[0], len(y)
     norms_x = np.linalg.norm(X, axis=1)
-    norms_w = np.linalg.norm(W0, axis=1)
+    norms_w = norms(W0, axis=1)
     mu = mu_separation(X, y)
     a2 = assumption2(W0, v, X, y)
     z1 = zeta1_constant(X, y) if mu > 0 else 0.0
@@ -516,14 +511,14 @@ def activation_violations(W: object, v: object, X: object, y: object, tol: float
         raise ValueError(f"W: need (..., time, p, d), got shape {W.shape}")
     s = _signs(v, W.shape[:-1]) if np.ndim(v) == W.ndim - 1 else _signs(
         np.expand_dims(np.asarray(v), -2), W.shape[:-1])
-    Xu = _unit(X)
+    Xu = units(X)
     T = W.shape[-3]
     per_record = max(1, int(np.prod(W.shape[:-3], dtype=np.int64)) * W.shape[-2] * len(y))
     step = max(1, _CHUNK_ENTRIES // per_record)
     out = np.zeros((*W.shape[:-3], max(T - 1, 0), W.shape[-2]), dtype=np.int64)
     for a in range(0, T - 1, step):
         b = min(a + step, T - 1)  # pairs (k, k+1) for k in [a, b)
-        C = np.nan_to_num(_unit(W[..., a:b + 1, :, :]) @ Xu.T, nan=0.0)  # cosines; 0 for w_j = 0
+        C = np.nan_to_num(units(W[..., a:b + 1, :, :]) @ Xu.T, nan=0.0)  # cosines; 0 for w_j = 0
         on = C > tol
         off = C <= -tol if tol > 0 else ~on
         sk = s[..., a:b + 1, :]
@@ -593,8 +588,8 @@ def changes_from_gradient(W: object, grad_W: object) -> tuple[np.ndarray, np.nda
     """
     W = np.asarray(W, dtype=np.float64)
     G = -np.asarray(grad_W, dtype=np.float64)
-    norm = np.linalg.norm(W, axis=-1)
-    u = np.nan_to_num(_unit(W))
+    norm = norms(W)
+    u = np.nan_to_num(units(W))
     radial = np.sum(G * u, axis=-1)
     tangential = np.linalg.norm(G - radial[..., None] * u, axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -616,7 +611,7 @@ def direction_velocity(W: object, t: object) -> np.ndarray:
     dt = np.diff(t)
     if np.any(dt <= 0):
         raise ValueError(f"t: record times must increase (got {t.tolist()})")
-    return np.diff(_unit(W), axis=-3) / dt[:, None, None]
+    return np.diff(units(W), axis=-3) / dt[:, None, None]
 
 
 def changes_from_snapshots(W: object, t: object) -> tuple[np.ndarray, np.ndarray]:
@@ -634,7 +629,7 @@ def changes_from_snapshots(W: object, t: object) -> tuple[np.ndarray, np.ndarray
     vel = direction_velocity(W, t)
     W = np.asarray(W, dtype=np.float64)
     dt = np.diff(np.asarray(t, dtype=np.float64))
-    norm = np.linalg.norm(W, axis=-1)
+    norm = norms(W)
     ok = (norm[..., 1:, :] > 0) & (norm[..., :-1, :] > 0)
     dn = np.where(ok, np.abs(np.diff(norm, axis=-2)), 0.0) / dt[:, None]
     du = np.where(ok, np.linalg.norm(np.nan_to_num(vel), axis=-1), 0.0)

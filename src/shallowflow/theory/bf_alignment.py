@@ -30,6 +30,7 @@ from shallowflow.theory.extremal import (
     extremal_vectors,
     residual_weights,
 )
+from shallowflow.vectors import norms
 
 DEFAULT_DELTA = 0.1  # radians: a neuron within this angle of its critical direction is aligned
 
@@ -57,7 +58,7 @@ def alignment(a: object, W: object, X: object, y: object, *, time: object | None
     c = residual_weights(y, loss=loss)
     crit = extremal_vectors(X, c, activation) if critical is None else critical
     E = crit.directions.reshape(-1, d)
-    norm = np.linalg.norm(W, axis=-1)
+    norm = norms(W)  # exact at any scale: lambda reaches 1e-300 (shallowflow.vectors)
     U = W / np.where(norm > 0, norm, 1.0)[..., None]
     zero = norm == 0
     cos = U @ E.T  # (T, p, K)

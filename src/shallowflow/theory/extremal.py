@@ -37,6 +37,7 @@ from shallowflow import enable_float64
 from shallowflow.activations import RELU, Activation
 from shallowflow.losses import Loss
 from shallowflow.stationary.escape import circle_boundaries, correlation
+from shallowflow.vectors import units
 
 BF_LOSS = Loss("mse", "mean")  # BF's code: PyTorch MSELoss, (1/n) sum (yhat - y)^2 (docs/math.md §2.1)
 TOL = 1e-12  # relative tolerance (to sum_k |c_k| ||x_k||) for a zero vector or a zero slope
@@ -124,7 +125,7 @@ def sphere_gradient(W: object, X: object, c: object, activation: Activation = RE
     """(I - u u^T) D_{A(u)} at u = w/||w|| (..., d): the direction field of eq.8, which a positive
     (negative) balanced neuron follows (against) in the early phase (docs/math.md §2.3)."""
     W = np.asarray(W, dtype=np.float64)
-    U = W / np.linalg.norm(W, axis=-1, keepdims=True)
+    U = units(W)
     D = gradient(U, X, c, activation)
     return D - np.sum(D * U, axis=-1, keepdims=True) * U
 
