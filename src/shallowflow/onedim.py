@@ -130,10 +130,16 @@ def cells(inputs: OneDimInputs, Wt: Array) -> Array:
     return jnp.where(q < last, q, last).astype(jnp.int32)
 
 
+def failed(n: int) -> int:
+    """The bucket of a neuron whose window missed its cut, 2n + 2: one past the 2(n + 1) buckets
+    (:func:`window_buckets`; its row of :func:`_bucket_sums` counts the failures)."""
+    return 2 * (n + 1)
+
+
 def window_buckets(inputs: OneDimInputs, Wt: Array, hint: Array | None = None) -> Array:
     """Each neuron's bucket (R, p) in 0..2n+1 for Wt = (w, b) (2, R, p): its cut t_j
     (:func:`boundaries`) for w_j >= 0, t_j + n + 1 for w_j < 0, in one pass over the neurons;
-    2n + 2 where the window misses the cut.
+    :func:`failed` (2n + 2) where the window misses the cut.
 
     The activity is decided by the sign test x_k w_j + b_j > 0 itself, computed as the dense path
     computes it (never by the rounded kink -b_j/w_j), so it is exactly the dense activity: t_j
@@ -168,7 +174,7 @@ def window_buckets(inputs: OneDimInputs, Wt: Array, hint: Array | None = None) -
     ok = zero | (~_predicate(_column(inputs, 1, cell), w, b, down)
                  & _predicate(_column(inputs, 2, cell), w, b, down))
     t = jnp.where(zero, jnp.where(b > 0, 0, n), jnp.minimum(t, n))
-    return jnp.where(ok, jnp.where(down, t + (n + 1), t), 2 * (n + 1))
+    return jnp.where(ok, jnp.where(down, t + (n + 1), t), failed(n))
 
 
 def _searched(inputs: OneDimInputs, Wt: Array) -> Array:
@@ -180,7 +186,7 @@ def _searched(inputs: OneDimInputs, Wt: Array) -> Array:
 def buckets(inputs: OneDimInputs, Wt: Array, hint: Array | None = None) -> Array:
     """Each neuron's bucket (R, p) in 0..2n+1 (:func:`window_buckets`, with its fallback)."""
     bucket = window_buckets(inputs, Wt, hint)
-    return lax.cond(jnp.max(bucket) <= 2 * inputs.n + 1, lambda: bucket,
+    return lax.cond(jnp.max(bucket) < failed(inputs.n), lambda: bucket,
                     lambda: _searched(inputs, Wt))
 
 
@@ -199,9 +205,9 @@ def _bucket_sums(a: Array, Wt: Array, bucket: Array, n: int) -> Array:
     0..2n+1 or 2n + 2 (a failed window, :func:`window_buckets`), whose row instead counts the
     failed windows: one scatter-add of p rows per run."""
     R, p = a.shape
-    B = 2 * (n + 1)
-    failed = bucket == B
-    v = jnp.stack([jnp.where(failed, 1, a * Wt[0]), jnp.where(failed, 1, a * Wt[1])], axis=-1)
+    B = failed(n)
+    miss = bucket == B
+    v = jnp.stack([jnp.where(miss, 1, a * Wt[0]), jnp.where(miss, 1, a * Wt[1])], axis=-1)
     seg = bucket if R == 1 else jnp.arange(R, dtype=jnp.int32)[:, None] * (B + 1) + bucket
     sums = jax.ops.segment_sum(v.reshape(R * p, 2), seg.reshape(R * p), num_segments=R * (B + 1))
     return sums.reshape(R, B + 1, 2)

@@ -99,9 +99,9 @@ class Blitter:
         self.fig = fig
         self.canvas = FigureCanvasAgg(fig)
         self.layers: list[Artist] = []
-        for parent in {id(a.axes if a.axes is not None else fig): a.axes or fig
-                       for a in changing}.values():
-            mine = [a for a in changing if (a.axes or fig) is parent]
+        owner = [a.axes or fig for a in changing]
+        for parent in dict.fromkeys(owner):  # each axes (or the figure) once, in order
+            mine = [a for a, o in zip(changing, owner, strict=True) if o is parent]
             low = min(a.get_zorder() for a in mine)
             above = [a for a in parent.get_children() if a.get_zorder() >= low]
             self.layers.extend(sorted(above, key=Artist.get_zorder))  # stable: drawing order

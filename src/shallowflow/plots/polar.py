@@ -408,7 +408,7 @@ class RunPanels:
                 ).isel(run=self.run)
 
     def _rmax(self, radius: Radius, floor: float | None) -> float:
-        norms = np.sqrt((self._weights() ** 2).sum("dim")).values
+        norms = vectors.norms(self._weights().transpose(..., "dim").values)
         top = np.nanmax(norms) if np.isfinite(norms).any() else 0.0
         r = float(_radius(np.array(top), radius, floor))
         return r if r > 0 else 1.0
