@@ -162,6 +162,7 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("parametrisation-unknown", run_set('train.parametrisation="polar"'),
      ["train.parametrisation", "polar"]),
     ("span-unknown", run_set('train.span="maybe"'), ["train.span", "maybe"]),
+    ("skip-dead-unknown", run_set('train.skip_dead="sometimes"'), ["train.skip_dead", "sometimes"]),
     ("balance-unknown", run_set('train.balance="weird"'), ["train.balance", "weird"]),
     ("balance-tied-plain", run_set('train.balance="tied"'), ["train.balance", "tied"]),
     ("renamed-engine", run_set('train.engine="lognorm"'), ["train.engine", "train.parametrisation"]),

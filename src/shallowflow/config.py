@@ -636,6 +636,10 @@ class TrainSpec(_Strict):
     onedim: Literal["auto", "on", "off"] = Field(
         "auto", description="exact bucketed step for one input coordinate plus a bias "
         "(docs/math.md §10; auto: when it pays)")
+    skip_dead: Literal["auto", "on", "off"] = Field(
+        "auto", description="step only the neurons active on some sample; dead ReLU neurons keep "
+        "their parameters exactly (docs/math.md §0.3; results equal to rounding; auto: when it "
+        "pays)")
     parametrisation: Literal["auto", "plain", "lognorm"] = Field(
         "auto", description="lognorm: the log-norm parametrisation (auto: when lambda^2 underflows)")
     balance: Literal["free", "tied"] = Field(

@@ -279,6 +279,8 @@ def to_dataset(batch: BatchInputs, result: EngineResult) -> xr.Dataset:
         "second_layer_rate": batch.config.layer_rate,  # r: da/dt = -T r grad_a L (0: frozen)
         "activity_mask": int(batch.config.activity_mask),
         "span": int(batch.span),
+        "neurons_stepped": int(min(result.widths or [result.final.a.shape[1]])),  # per run, at
+        # the narrowest: dead neurons left the step loop (train.skip_dead)
         "notes": "\n".join(batch.notes),
     }
     ds = xr.Dataset(variables, coords=coords, attrs=attrs)
@@ -300,7 +302,7 @@ def _run_engine(batch: BatchInputs, level: int = 0,
     return engine_simulate(cfg, batch.net0, batch.X, batch.y, batch.schedule * 2**level,
                            batch.stop_loss, batch.keys, progress=progress,
                            log_scale=batch.log_scale, span=batch.span, stop_grad=batch.stop_grad,
-                           max_seconds=exp.train.max_seconds)
+                           max_seconds=exp.train.max_seconds, skip_dead=exp.train.skip_dead)
 
 
 def run_batch(batch: BatchInputs,

@@ -54,14 +54,14 @@ def _unblocks(tree, axis_of: Callable[[Array], int]):
 
 def _segment_blocked(cfg: EngineConfig, block: int, step0: Array, state: EngineState,
                      targets: Array, count: Array, inputs: DiagonalInputs, y: Array, stop: Stop,
-                     keys: Array, ref: Reference):
+                     keys: Array, ref: Reference, neurons: Array | None = None):
     """The segment for blocks of ``block`` runs at a time, each block running the whole time
     loop while its state stays in cache (runs are independent, so results are identical). For
     the memory-bound diagonal path this saves most of the per-step memory traffic."""
     R = stop.loss.shape[0]
     nb = R // block
     per_run_data = inputs.per_run
-    blocked = _blocks((state, stop, keys, ref), nb, block)
+    blocked = _blocks((state, stop, keys, ref, neurons), nb, block)
     if per_run_data:
         s_b = jnp.moveaxis(inputs.s.reshape(inputs.n, nb, block), 1, 0)
         y_b = y.reshape(nb, block, -1)
@@ -69,10 +69,10 @@ def _segment_blocked(cfg: EngineConfig, block: int, step0: Array, state: EngineS
         s_b = y_b = None
 
     def one(args):
-        (st, stop, kk, rf), sb, yb = args
+        (st, stop, kk, rf, nn), sb, yb = args
         inp = DiagonalInputs(sb) if per_run_data else inputs
         yy = yb if per_run_data else y
-        _, st, rec = segment_body(cfg, step0, st, targets, count, inp, yy, stop, kk, rf,
+        _, st, rec = segment_body(cfg, step0, st, targets, count, inp, yy, stop, kk, rf, nn,
                                   SMALL_UNROLL)
         return st, rec
 
@@ -110,9 +110,11 @@ def _is_elementwise(inputs: Inputs) -> bool:
 
 
 def segment(cfg: EngineConfig, step0: Array, state: EngineState, targets: Array, count: Array,
-            inputs: Inputs, y: Array, stop: Stop, keys: Array, ref: Reference):
-    """Run a compiled segment, choosing XLA's CPU options (and run blocking) for the layout."""
-    args = (step0, state, targets, count, inputs, y, stop, keys, ref)
+            inputs: Inputs, y: Array, stop: Stop, keys: Array, ref: Reference,
+            neurons: Array | None = None):
+    """Run a compiled segment, choosing XLA's CPU options (and run blocking) for the layout;
+    ``neurons`` (R, w): step only these (:mod:`~shallowflow.dynamics.live`)."""
+    args = (step0, state, targets, count, inputs, y, stop, keys, ref, neurons)
     block = _block_size(inputs, stop.loss.shape[0])
     if block > 1:
         fn = _segment_blocked_jit if _no_ynn_supported[0] else _segment_blocked_default

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from shallowflow.dynamics import live
 from shallowflow.dynamics import rebatch as rb
 from shallowflow.dynamics.compilation import segment
 from shallowflow.dynamics.config import EngineConfig
@@ -35,7 +36,7 @@ from shallowflow.dynamics.state import (
     status_arrays,
     time_out,
 )
-from shallowflow.dynamics.step import probe_context
+from shallowflow.dynamics.step import live_neurons, probe_context
 from shallowflow.inputs import DiagonalInputs, Inputs, OneDimInputs, PerRunInputs, SharedInputs
 from shallowflow.network import Network, to_engine_layout
 from shallowflow.probes import CLASSES, PERP_GRAM
@@ -51,6 +52,10 @@ class EngineResult:
     records: dict[str, np.ndarray]  # name -> (run, record, *dims)
     steps: np.ndarray  # (record,)
     log_final: dict[str, np.ndarray] | None = None  # log_norm, log_abs_a (R, p) at the end
+    widths: list[int] | None = None  # neurons stepped per run in each segment (dynamics.live)
+
+
+_live_neurons = jax.jit(live_neurons, static_argnums=0)
 
 
 def _chunks(schedule: np.ndarray, per_call: int, min_steps: int) -> list[np.ndarray]:
@@ -123,11 +128,13 @@ def _initial_state(cfg: EngineConfig, a0: Array, Wt0: Array, log_scale: Array | 
 def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs: Inputs, y: Array,
                   stop: Stop, keys: Array, schedule: np.ndarray, per_call: int,
                   progress: Callable[[int, int], None] | None, rebatch: bool,
-                  deadline: float | None = None,
-                  ) -> tuple[EngineState, Reference, dict[str, np.ndarray]]:
-    """The host loop over compiled segments; returns the final state and records (R, S, ...).
-    Past ``deadline`` (``time.perf_counter()`` seconds) the running runs end at the last record
-    step ("time"), and their remaining records are copies of it, as for any frozen run."""
+                  deadline: float | None = None, skip_dead: live.SkipDead = "off",
+                  ) -> tuple[EngineState, Reference, dict[str, np.ndarray], list[int]]:
+    """The host loop over compiled segments; returns the final state, records (R, S, ...) and
+    the neurons stepped per run in each segment. Past ``deadline`` (``time.perf_counter()``
+    seconds) the running runs end at the last record step ("time"), and their remaining records
+    are copies of it, as for any frozen run. ``skip_dead``: before each segment, let the dead
+    neurons leave the step loop (:func:`shallowflow.dynamics.live.choose`)."""
     R = stop.loss.shape[0]
     total = int(schedule[-1])
     step = jnp.zeros((), jnp.int64)
@@ -139,11 +146,20 @@ def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs:
     cur_inputs, cur_y, cur_stop, cur_keys = inputs, y, stop, keys
     last: dict[str, np.ndarray] = {}  # full-batch last record, for runs left out of the batch
     per_run_step = np.inf  # measured seconds per run and step (after the compiling segment)
+    p = int(np.shape(ref.perp_sq)[1])
+    neurons, width, widths = None, p, []  # the neurons stepped (dynamics.live), all at first
     for index, chunk in enumerate(_chunks(schedule, per_call, max(1, total // 50))):
+        left = total - int(step)
+        if live.worth(skip_dead, len(current), cur_inputs.n, left, width, 1):
+            idx = live.choose(np.asarray(_live_neurons(cfg, state, cur_inputs, cur_y)), width,
+                              left, cur_inputs.n, skip_dead)
+            if idx is not None:
+                neurons, width = jnp.asarray(idx), idx.shape[1]
+        widths.append(width)
         padded = np.concatenate([chunk, np.full(per_call - len(chunk), chunk[-1], np.int64)])
         t0, first_step = time.perf_counter(), int(step)
         step, state, rec = segment(cfg, step, state, jnp.asarray(padded), jnp.asarray(len(chunk)),
-                                   cur_inputs, cur_y, cur_stop, cur_keys, ref)
+                                   cur_inputs, cur_y, cur_stop, cur_keys, ref, neurons)
         part = {k: np.asarray(v)[: len(chunk)] for k, v in rec.items()}
         if index > 0 and int(chunk[-1]) > first_step:
             per_run_step = (time.perf_counter() - t0) / ((int(chunk[-1]) - first_step) * len(current))
@@ -172,10 +188,11 @@ def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs:
             state, ref = rb.take_runs(state, keep), rb.take_runs(full_ref, current)
             cur_inputs, cur_y = inputs.take_runs(current), y[current] if y.ndim == 2 else y
             cur_stop, cur_keys = rb.take_runs(stop, current), keys[current]
+            neurons = None if neurons is None else neurons[keep]
     if len(current) < R:
         state, ref = rb.put_runs(full_state, state, current), full_ref
     return state, ref, {k: np.moveaxis(np.concatenate([p[k] for p in pieces]), 0, 1)
-                        for k in pieces[0]}
+                        for k in pieces[0]}, widths
 
 
 def simulate(
@@ -193,6 +210,7 @@ def simulate(
     rebatch: bool = True,
     stop_grad: Array | np.ndarray | None = None,
     max_seconds: float | None = None,
+    skip_dead: live.SkipDead = "auto",
 ) -> EngineResult:
     """Train the batch of networks ``net0`` (a (R, p), W (R, p, d)) and record probes at
     ``schedule``.
@@ -210,7 +228,11 @@ def simulate(
     span basis of the data (:mod:`~shallowflow.dynamics.span`; X must be an array). ``rebatch``:
     once at most half of the batch still runs, continue with the running runs only (frozen runs'
     records are exact copies of their last one, so results are identical; a new shape compiles
-    once). ``progress(done_steps, total_steps)`` is called after each compiled segment.
+    once). ``skip_dead``: step only the neurons active on some sample, the dead ones keeping
+    their parameters exactly (:mod:`~shallowflow.dynamics.live`; results equal to rounding;
+    "auto": when it saves enough work, "on": whenever possible, "off": never; only where the
+    parametrisation keeps dead neurons exactly and the activation is ReLU).
+    ``progress(done_steps, total_steps)`` is called after each compiled segment.
     """
     deadline = None if max_seconds is None else time.perf_counter() + max_seconds
     schedule = np.asarray(schedule, dtype=np.int64)
@@ -254,8 +276,10 @@ def simulate(
                                 None if in_span is None else W_perp.astype(np.float64))
     start = probe_context(cfg, state.params, None, ref)
     per_call = max(1, min(records_per_call, len(schedule)))
-    state, ref, records = _run_segments(cfg, state, ref, inputs, y, stop, keys, schedule, per_call,
-                                        progress, rebatch, deadline)
+    if not (cfg.coordinates.dead_stay_put and cfg.activation.leak == 0):
+        skip_dead = "off"
+    state, ref, records, widths = _run_segments(cfg, state, ref, inputs, y, stop, keys, schedule,
+                                                per_call, progress, rebatch, deadline, skip_dead)
     end = probe_context(cfg, state.params, None, ref)
 
     def full_W(Wt: Array) -> np.ndarray:
@@ -272,4 +296,4 @@ def simulate(
     status = status_arrays(np.asarray(state.code), np.asarray(state.event_step), int(schedule[-1]))
     return EngineResult(
         Network(np.asarray(start.a), full_W(start.Wt)), Network(np.asarray(end.a), full_W(end.Wt)),
-        status, records, schedule, log_final)
+        status, records, schedule, log_final, widths)

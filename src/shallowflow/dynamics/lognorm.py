@@ -45,6 +45,7 @@ class LogNorm:
     name = "lognorm"
     tied_balance = True
     log_final = True
+    dead_stay_put = False  # u / ||u|| with ||u|| = 1 to rounding moves u and rho by rounding
 
     def initial(self, a: Array, Wt: Array, log_scale: Array | None, tied: bool) -> LogNormParams:
         """Log-norm coordinates of lambda (a, Wt): u = w/||w||, rho = log ||w|| + log lambda,

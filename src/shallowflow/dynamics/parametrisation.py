@@ -42,6 +42,8 @@ class Parametrisation(Protocol):
     name: str  # the registry name (EngineConfig.parametrisation)
     tied_balance: bool  # whether the tied balance a_j = s_j ||w_j|| is available
     log_final: bool  # whether results carry log ||w_j||, log |a_j| at the end (exact at tiny scale)
+    dead_stay_put: bool  # whether a neuron with a zero gradient keeps its coordinates exactly, so
+    # dead ReLU neurons may leave the step loop (:mod:`~shallowflow.dynamics.live`)
 
     def initial(self, a: Array, Wt: Array, log_scale: Array | None, tied: bool) -> Params:
         """Coordinates of the network lambda (a, Wt), log lambda = ``log_scale`` (R,) (None:

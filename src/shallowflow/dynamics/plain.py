@@ -27,6 +27,7 @@ class Plain:
     name = "plain"
     tied_balance = False
     log_final = False
+    dead_stay_put = True  # a - eta * 0 = a, W - eta * 0 = W
 
     def initial(self, a: Array, Wt: Array, log_scale: Array | None, tied: bool) -> PlainParams:
         """(lambda a, lambda Wt); unscaled when ``log_scale`` is None (``tied`` is unavailable)."""

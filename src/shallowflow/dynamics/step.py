@@ -26,6 +26,7 @@ import jax.numpy as jnp
 from jax import Array, lax
 
 from shallowflow import onedim
+from shallowflow.dynamics import live
 from shallowflow.dynamics.config import EngineConfig
 from shallowflow.dynamics.parametrisation import Params
 from shallowflow.dynamics.state import (
@@ -132,6 +133,12 @@ def _record(cfg: EngineConfig, st: EngineState, step: Array, inputs: Inputs, y: 
     return st, {name: PROBES[name].fn(ctx) for name in cfg.probes}, bg.loss
 
 
+def live_neurons(cfg: EngineConfig, st: EngineState, inputs: Inputs, y: Array) -> Array:
+    """(R, p): the neurons active on some sample (and inside the persistent mask); the others
+    are dead for good (:mod:`~shallowflow.dynamics.live`)."""
+    return jnp.any(_gradient(cfg, st, inputs, y).active, axis=0)
+
+
 def _guard(st: EngineState, step: Array) -> EngineState:
     """At a record point: flag running runs whose parameters are non-finite, and put every
     diverged run back to ``st.backup``, its parameters at the last record point where they and
@@ -149,12 +156,14 @@ def _guard(st: EngineState, step: Array) -> EngineState:
 
 def segment_body(cfg: EngineConfig, step0: Array, state: EngineState, targets: Array,
                  count: Array, inputs: Inputs, y: Array, stop: Stop, keys: Array,
-                 ref: Reference, unroll: int = 1):
+                 ref: Reference, neurons: Array | None = None, unroll: int = 1):
     """Advance all runs through the record steps ``targets[:count]``, measuring at each (the
     rest of ``targets`` is padding to the compiled length: no steps and no probes there; their
-    records are zeros, which the caller drops). ``unroll`` steps per loop iteration (then single
-    steps to the target): on small problems each loop iteration's fixed cost (it copies the loop
-    state) is comparable to a step."""
+    records are zeros, which the caller drops). ``neurons`` (R, w): step only these neurons of
+    each run, the others being dead (:mod:`~shallowflow.dynamics.live`); the probes read the
+    whole network. ``unroll`` steps per loop iteration (then single steps to the target): on
+    small problems each loop iteration's fixed cost (it copies the loop state) is comparable to
+    a step."""
 
     def measure(st: EngineState, step: Array):
         return _record(cfg, st, step, inputs, y, stop, ref)
@@ -171,13 +180,19 @@ def segment_body(cfg: EngineConfig, step0: Array, state: EngineState, targets: A
                 c = body(c)
             return c
 
-        step, st = carry
-        backup, st = st.backup, st._replace(backup=None)  # not carried through the step loops
+        step, full = carry
+        st = full._replace(backup=None)  # not carried through the step loops
+        if neurons is not None:
+            st = st._replace(params=live.gather(st.params, neurons),
+                             mask=live.gather(st.mask, neurons))
         c = (step, st, _hint(cfg, st.params, inputs))
         if unroll > 1:
             c = lax.while_loop(lambda c: c[0] + unroll <= target, body_unrolled, c)
         step, st, _ = lax.while_loop(lambda c: c[0] < target, body, c)
-        st = _guard(st._replace(backup=backup), step)
+        if neurons is not None:
+            st = st._replace(params=live.scatter(full.params, st.params, neurons),
+                             mask=live.scatter(full.mask, st.mask, neurons))
+        st = _guard(st._replace(backup=full.backup), step)
         shapes = jax.eval_shape(measure, st, step)
 
         def skip(st: EngineState, step: Array):  # a padding slot: a zero record, dropped later

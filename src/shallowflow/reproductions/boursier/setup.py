@@ -24,6 +24,7 @@ Helpers:
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,13 +109,27 @@ class RunMeasures:
         return record_at(self.t, self.phases[phase])
 
 
+_last_measures: list[Any] = []  # [weakref to the Dataset, arguments, RunMeasures]: judge, draw
+# and protocol read the same saved run; the weak reference keeps no Dataset alive
+
+
 def run_measures(ds: xr.Dataset, run: int = 0, delta: float = DEFAULT_DELTA,
                  limit_loss: str = "ols") -> RunMeasures:
     """Alignment diagnostics of run ``run`` (records ``a``, ``W``, ``loss``) and its phase ends
     (docs/math.md §8.11): alignment = first rise of the fraction of live positive neurons within
     ``delta`` of a maximum of G to 0.9; phase2a, phase2, convergence from the positive mass and
     the loss; ``limit_loss = "ols"``: Phase 2 ends at the OLS loss (Theorem 2), ``"last"``: at
-    the last recorded loss."""
+    the last recorded loss. The last result is reused for the same Dataset object and arguments
+    (Datasets are not modified in place by the reproductions)."""
+    args = (run, delta, limit_loss)
+    if _last_measures and _last_measures[0]() is ds and _last_measures[1] == args:
+        return _last_measures[2]
+    measures = _measure(ds, run, delta, limit_loss)
+    _last_measures[:] = [weakref.ref(ds), args, measures]
+    return measures
+
+
+def _measure(ds: xr.Dataset, run: int, delta: float, limit_loss: str) -> RunMeasures:
     X, y = data_of(ds, run)
     crit = critical_at_init(X, y)
     one = ds.isel(run=run)
