@@ -2,12 +2,19 @@
 changes no global state; the entry points and this file switch float64 on explicitly)."""
 
 import json
+import os
 import re
+import tempfile
 
 import shallowflow
+from shallowflow.compile_cache import ENV
 from shallowflow.reproductions.claims import VERDICTS
 
 shallowflow.enable_float64()
+# the command line keeps compiled programs on disk: here in a folder of this test process, never
+# in the user's cache (removed when the process ends)
+_CACHE = tempfile.TemporaryDirectory(prefix="shallowflow-xla-")
+os.environ.setdefault(ENV, _CACHE.name)
 
 TINY_EXPERIMENT = """[data]
 kind = "sphere"

@@ -13,7 +13,7 @@ from shallowflow.benchmarks.command import bench
 from shallowflow.benchmarks.suite import BENCHMARKS
 
 NAMES = ["throughput", "tiny", "reduced", "town_fig1", "limit_process", "dana_fig3", "presets",
-         "onedim", "stationary"]
+         "onedim", "stationary", "startup"]
 
 
 def test_list_names_and_titles() -> None:
@@ -68,3 +68,15 @@ def test_quick_run_of_the_smallest_benchmark(tmp_path: Path) -> None:
     raw = json.loads((tmp_path / "res" / "limit_process.json").read_text())
     assert [row["n"] for row in raw["rows"]] == [1000, 200]
     assert raw["machine"]["cpu_count"] >= 1
+
+
+def test_startup_bench_runs_and_tabulates(tmp_path: Path) -> None:
+    """The start-up benchmark at a tiny size: every process ran and the table names each (no
+    timed assertion)."""
+    from shallowflow.benchmarks import startup
+
+    r = startup.bench(p=50, steps=3, repeats=1)
+    for part in ("one_step", "run"):
+        assert set(r[part]) == {"off", "cold", "warm"} and all(v > 0 for v in r[part].values())
+    text = startup.table(r)
+    assert "warm cache" in text and "1 step" in text

@@ -3,7 +3,8 @@
 Importing shallowflow changes no global state. float64 is the default precision of every run:
 the entry points that train (:func:`shallowflow.training.train`, :func:`shallowflow.experiment.simulate`,
 the command line) switch JAX's float64 mode on with :func:`enable_float64`. A library user who
-builds JAX arrays of their own before training calls it first.
+builds JAX arrays of their own before training calls it first. The command line also keeps
+compiled programs on disk (:func:`shallowflow.compile_cache.enable`); a library user may call it.
 """
 
 __version__ = "0.1.0"

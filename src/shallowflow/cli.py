@@ -40,7 +40,7 @@ def _main(ctx: typer.Context) -> None:
     """Simulate, measure and predict how one-hidden-layer ReLU networks learn."""
     import matplotlib
 
-    from shallowflow import enable_float64
+    from shallowflow import compile_cache, enable_float64
 
     saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGALRM)}
     hook = sys.unraisablehook
@@ -58,6 +58,7 @@ def _main(ctx: typer.Context) -> None:
 
     ctx.call_on_close(restore)
     enable_float64()  # float64 is the default precision of every run
+    compile_cache.enable()  # compiled programs kept on disk, per machine type
     matplotlib.use("Agg")  # figures are written to files; no display needed
 
 

@@ -23,6 +23,7 @@ from shallowflow.benchmarks import (
     onedim,
     presets,
     reduced,
+    startup,
     stationary,
     throughput,
     tiny,
@@ -65,6 +66,8 @@ BENCHMARKS: dict[str, Benchmark] = {
                         onedim.bench, onedim.table, onedim.QUICK),
     "stationary": Benchmark("End-state verdict (stationary points)", stationary.bench,
                             stationary.table, stationary.QUICK),
+    "startup": Benchmark("Start-up and the compilation cache", startup.bench, startup.table,
+                         startup.QUICK),
 }
 """The suite, in the order it runs (and RESULTS.md lists it)."""
 
