@@ -95,6 +95,11 @@ SetOption = Annotated[Optional[list[str]],  # noqa: UP045 (typer needs Optional)
 LONG_S = 120.0  # jobs estimated longer than this get a note with the estimate
 ForceOption = Annotated[bool, typer.Option(
     "--force", help="run even where the memory or disk estimate exceeds what the machine has")]
+ExecutorOption = Annotated[str, typer.Option(help="where batches run: local or dask")]
+AddressOption = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    help="dask: a running scheduler, e.g. tcp://127.0.0.1:8786")]
+WorkersOption = Annotated[Optional[int], typer.Option(  # noqa: UP045
+    help="dask without --address: worker processes of a local cluster (default: one per core)")]
 
 
 def _fail(err: BaseException) -> None:
@@ -247,8 +252,9 @@ def sweep(
     out_dir: Annotated[Path, typer.Option("--out", "-o", help="sweep folder")],
     resume: Annotated[bool, typer.Option(help="continue a sweep folder, skipping done batches")]
     = False,
-    executor: Annotated[str, typer.Option(help="local or dask")] = "local",
-    address: Annotated[Optional[str], typer.Option(help="dask scheduler address")] = None,  # noqa: UP045
+    executor: ExecutorOption = "local",
+    address: AddressOption = None,
+    workers: WorkersOption = None,
     set_: SetOption = None,
     quiet: Annotated[bool, typer.Option(help="no progress")] = False,
     force: ForceOption = False,
@@ -261,7 +267,7 @@ def sweep(
         _announce(estimate([(p.experiment, p.experiment.runs) for p in sw.points],
                            sw.max_batch, hold=False))
         table = run_sweep(sw, out_dir, resume=resume, executor=executor, address=address,
-                          show_progress=not quiet, force=force)
+                          workers=workers, show_progress=not quiet, force=force)
     ended = (f"; ended by {_counts(table['stop_reason'])}" if "stop_reason" in table else "")
     verdicts = f"; end states: {_counts(table['label'])}" if "label" in table else ""
     out.print(f"{sw.name}: {len(sw.points)} grid point(s), {len(table)} run(s){ended}{verdicts}; "
@@ -282,22 +288,31 @@ def reproduce(
     overwrite: Annotated[bool, typer.Option(help="replace an existing folder")] = False,
     quiet: Annotated[bool, typer.Option(help="no progress")] = False,
     force: ForceOption = False,
+    executor: ExecutorOption = "local",
+    address: AddressOption = None,
+    workers: WorkersOption = None,
 ) -> None:
     """Run a paper experiment: figures, claims.json (verdict per claim) and report.md; with
-    --from, re-judge and redraw a saved one in seconds."""
+    --from, re-judge and redraw a saved one in seconds. With --executor dask, the independent
+    batches of each training call (grid points, seeds, initialisations) run on Dask workers."""
     finished: list[str] = []
 
     def state() -> str:
         done = f"finished: {', '.join(finished)}; " if finished else ""
         return done + _nothing_written(out_dir)().replace(str(out_dir), "the unfinished folder")
 
-    with _guard(state):
+    with _guard(state), contextlib.ExitStack() as stack:
+        from shallowflow.executors import make_executor
         from shallowflow.reproductions import catalogue, rejudge, run_reproduction
 
         if from_ is not None and (name == "all" or set_):
             raise ValueError("--from: re-judges one saved reproduction as it was run; give one "
                              "NAME and no --set")
         names = list(catalogue()) if name == "all" else [name]
+        runner = make_executor(executor, address, workers)  # refused before any work if unknown
+        if from_ is None:
+            runner.check()
+        stack.callback(runner.close)
         for item in names:
             folder = out_dir / item if name == "all" else out_dir
             if from_ is not None:
@@ -307,7 +322,7 @@ def reproduce(
                 console.print(f"[bold]{item}[/] (preset {preset})", highlight=False)
                 _, claims = run_reproduction(item, folder, preset, set_ or [],
                                              overwrite=overwrite, show_progress=not quiet,
-                                             force=force)
+                                             executor=runner, force=force)
             out.print(f"{item}:", highlight=False)
             for c in claims:
                 out.print(f"  {c.verdict:15s} {c.id}: measured {c.measured}", highlight=False)

@@ -8,11 +8,13 @@ executors that ship it to other processes (a module-level function or a ``functo
 one).
 
 - ``local``: in this process, one batch after another, each with its own step progress bar;
-- ``dask``: on a dask.distributed cluster (``address``) or on a local one-worker cluster.
+- ``dask``: on a dask.distributed cluster (``address``) or on a local cluster of worker
+  processes, one per core group (``workers``).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -37,6 +39,10 @@ class Executor(Protocol):
     def run(self, task: Callable[[B, StepCallback | None], R], batches: Sequence[B],
             bar: Bar, describe: Callable[[B], str]) -> Iterator[tuple[B, R]]: ...
 
+    def close(self) -> None:
+        """Release what the executor started (a local cluster); it may be used again after."""
+        ...
+
 
 class LocalExecutor:
     """Batches run here, in order; each gets a step progress task on ``bar``."""
@@ -45,6 +51,9 @@ class LocalExecutor:
 
     def check(self) -> None:
         """Always usable."""
+
+    def close(self) -> None:
+        """Nothing to release."""
 
     def run(self, task: Callable[[B, StepCallback | None], R], batches: Sequence[B],
             bar: Bar, describe: Callable[[B], str]) -> Iterator[tuple[B, R]]:
@@ -55,16 +64,41 @@ class LocalExecutor:
             yield batch, result
 
 
+def core_groups(workers: int, cores: Sequence[int] | None = None) -> list[list[int]]:
+    """The available cores (``os.sched_getaffinity``, else ``range(os.cpu_count())``) split into
+    ``workers`` groups of consecutive cores, sizes differing by at most one (a worker per group,
+    so processes x threads = cores). More workers than cores share cores round-robin."""
+    if cores is None:
+        get = getattr(os, "sched_getaffinity", None)
+        cores = sorted(get(0)) if get else list(range(os.cpu_count() or 1))
+    cores = list(cores)
+    if workers >= len(cores):
+        return [[cores[k % len(cores)]] for k in range(workers)]
+    size, extra = divmod(len(cores), workers)
+    groups, start = [], 0
+    for k in range(workers):
+        end = start + size + (k < extra)
+        groups.append(cores[start:end])
+        start = end
+    return groups
+
+
 class DaskExecutor:
-    """Batches run on a dask.distributed cluster at ``address`` (or a local one-worker
-    cluster when ``address`` is None); results come back as batches finish."""
+    """Batches run on a dask.distributed cluster at ``address``, or on a local cluster of
+    ``workers`` processes (default: one per core) bound to loopback, each pinned to its own core
+    group (:class:`shallowflow.dask_worker.WorkerSetup`); results come back as batches finish.
+    The cluster is started on first use and kept until :meth:`close` (a reproduction trains
+    several times)."""
 
     name = "dask"
 
     connect_timeout = 10.0  # seconds a scheduler has to answer :meth:`check`
 
-    def __init__(self, address: str | None = None) -> None:
+    def __init__(self, address: str | None = None, workers: int | None = None) -> None:
         self.address = address
+        self.workers = workers
+        self._client: Any = None
+        self._cluster: Any = None
 
     def check(self) -> None:
         """dask.distributed is installed and, with an address, a Dask scheduler answers there
@@ -85,39 +119,66 @@ class DaskExecutor:
                             "scheduler, e.g. tcp://127.0.0.1:8786") from None
         client.close()
 
-    def run(self, task: Callable[[B, StepCallback | None], R], batches: Sequence[B],
-            bar: Bar, describe: Callable[[B], str]) -> Iterator[tuple[B, R]]:
+    def client(self) -> Any:
+        """The Dask client, starting the local cluster (or connecting) on first use."""
+        if self._client is not None:
+            return self._client
         try:
-            from dask.distributed import Client, LocalCluster, as_completed
+            from dask.distributed import Client, LocalCluster
+
+            from shallowflow.dask_worker import WorkerSetup
         except ImportError as err:  # pragma: no cover
             raise ValueError("executor: 'dask' needs `pip install shallowflow[dask]`") from err
-        cluster = None
         if self.address is None:
-            cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                   dashboard_address=None)
-            client = Client(cluster)
+            workers = self.workers or len(core_groups(os.cpu_count() or 1))
+            self._cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                         host="127.0.0.1", dashboard_address=None)
+            self._client = Client(self._cluster)
+            self._client.register_plugin(WorkerSetup(core_groups(workers)))
         else:
-            client = Client(self.address)
+            self._client = Client(self.address)
+            self._client.register_plugin(WorkerSetup(None))
+        return self._client
+
+    def run(self, task: Callable[[B, StepCallback | None], R], batches: Sequence[B],
+            bar: Bar, describe: Callable[[B], str]) -> Iterator[tuple[B, R]]:
+        from dask.distributed import as_completed
+
+        client = self.client()
+        futures = {client.submit(task, b, None, pure=False): b for b in batches}
         try:
-            futures = {client.submit(task, b, None, pure=False): b for b in batches}
             for fut in as_completed(futures):
                 yield futures[fut], fut.result()
         finally:
-            client.close()
-            if cluster is not None:
-                cluster.close()
+            client.cancel(list(futures))
+
+    def close(self) -> None:
+        """Stop the local cluster (or disconnect); the executor may be used again after."""
+        if self._client is not None:
+            self._client.close()
+        if self._cluster is not None:
+            self._cluster.close()
+        self._client = self._cluster = None
 
 
 EXECUTORS: dict[str, Callable[..., Any]] = {"local": LocalExecutor, "dask": DaskExecutor}
 
 
-def make_executor(name: str = "local", address: str | None = None) -> Executor:
-    """The executor called ``name`` (see :data:`EXECUTORS`); ``address`` is for cluster ones."""
+def make_executor(name: str = "local", address: str | None = None,
+                  workers: int | None = None) -> Executor:
+    """The executor called ``name`` (see :data:`EXECUTORS`); ``address`` (a running scheduler)
+    or ``workers`` (processes of a local cluster) are for cluster ones."""
     if name not in EXECUTORS:
         raise UserError(f"--executor: must be one of {', '.join(EXECUTORS)}, got {name!r}")
+    if workers is not None and workers < 1:
+        raise UserError(f"--workers: must be >= 1, got {workers}")
     if name == "local":
-        if address is not None:
-            raise UserError(f"--address: only for a cluster executor (e.g. dask), not for "
-                            f"--executor local (got {address!r})")
+        for option, value in (("--address", address), ("--workers", workers)):
+            if value is not None:
+                raise UserError(f"{option}: only for a cluster executor (e.g. dask), not for "
+                                f"--executor local (got {value!r})")
         return LocalExecutor()
-    return EXECUTORS[name](address)
+    if address is not None and workers is not None:
+        raise UserError(f"--workers: starts a local cluster; with --address the scheduler's "
+                        f"cluster runs the batches (got --workers {workers})")
+    return EXECUTORS[name](address, workers)

@@ -218,7 +218,7 @@ def _check_resumable(out: Path, record: dict[str, Any]) -> None:
 
 def run_sweep(sweep: Sweep, out: str | Path, resume: bool = False,
               executor: str = "local", address: str | None = None,
-              show_progress: bool = True,
+              workers: int | None = None, show_progress: bool = True,
               after_batch: Callable[[str], None] | None = None,
               force: bool = False) -> pd.DataFrame:
     """Run (or resume) ``sweep`` into ``out``; returns the per-run summary table.
@@ -229,7 +229,7 @@ def run_sweep(sweep: Sweep, out: str | Path, resume: bool = False,
     ``after_batch(batch_id)`` is called after each batch is written (used by tests to interrupt).
     """
     out = Path(out)
-    runner = make_executor(executor, address)  # an unknown executor is refused before any work
+    runner = make_executor(executor, address, workers)  # refused before any work if unknown
     jobs = [(p.experiment, p.experiment.runs) for p in sweep.points]
     need = estimate(jobs, sweep.max_batch, hold=False)
     check_memory(need, force)
@@ -257,10 +257,13 @@ def run_sweep(sweep: Sweep, out: str | Path, resume: bool = False,
     pending = [b for b in batches if not (out / "batches" / f"{b.id}.nc").is_file()]
     done_runs = sum(b.size for b in batches) - sum(b.size for b in pending)
     task = functools.partial(write_batch, out)
-    for batch, _ in training.execute(task, pending, sweep.name, show_progress,
-                                     runner, done_runs):
-        if after_batch is not None:
-            after_batch(batch.id)
+    try:
+        for batch, _ in training.execute(task, pending, sweep.name, show_progress,
+                                         runner, done_runs):
+            if after_batch is not None:
+                after_batch(batch.id)
+    finally:
+        runner.close()
     return summarise(out)
 
 
