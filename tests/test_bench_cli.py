@@ -13,7 +13,7 @@ from shallowflow.benchmarks.command import bench
 from shallowflow.benchmarks.suite import BENCHMARKS
 
 NAMES = ["throughput", "tiny", "reduced", "town_fig1", "limit_process", "dana_fig3", "presets",
-         "onedim", "stationary", "startup"]
+         "onedim", "stationary", "startup", "executors"]
 
 
 def test_list_names_and_titles() -> None:
@@ -80,3 +80,16 @@ def test_startup_bench_runs_and_tabulates(tmp_path: Path) -> None:
         assert set(r[part]) == {"off", "cold", "warm"} and all(v > 0 for v in r[part].values())
     text = startup.table(r)
     assert "warm cache" in text and "1 step" in text
+
+
+def test_executors_bench_runs_and_tabulates(tmp_path: Path) -> None:
+    """The many-networks benchmark at a tiny size: every executor ran all networks with equal
+    results (no timed assertion)."""
+    pytest.importorskip("dask.distributed")
+    from shallowflow.benchmarks import executors
+
+    r = executors.bench(networks=16, steps=5, max_batch=4)
+    assert r["equal_results"] is True
+    for key in ("local", "dask_1", "dask_2"):
+        assert r[key]["networks"] == 16 and r[key]["resume_s"] >= 0
+    assert "2 workers" in executors.table(r)

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 from shallowflow.benchmarks import (
     dana_fig3,
+    executors,
     limit_process,
     onedim,
     presets,
@@ -68,6 +69,8 @@ BENCHMARKS: dict[str, Benchmark] = {
                             stationary.table, stationary.QUICK),
     "startup": Benchmark("Start-up and the compilation cache", startup.bench, startup.table,
                          startup.QUICK),
+    "executors": Benchmark("Many small networks: in-process and Dask workers", executors.bench,
+                           executors.table, executors.QUICK),
 }
 """The suite, in the order it runs (and RESULTS.md lists it)."""
 
