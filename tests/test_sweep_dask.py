@@ -91,3 +91,17 @@ def test_reproduction_batches_on_dask_match_local(tmp_path):
     with xr.open_dataset(tmp_path / "local" / "results.nc") as a, \
             xr.open_dataset(tmp_path / "dask" / "results.nc") as b:
         assert a.drop_attrs().equals(b.drop_attrs())
+
+
+def test_sweep_on_a_running_scheduler_by_address(tmp_path):
+    """A scheduler started elsewhere (here a local cluster of 2 processes, as dask-jobqueue or
+    `dask scheduler` would provide) is used through its address, with the same results."""
+    from dask.distributed import LocalCluster
+
+    sw = sweep_from_mapping(SWEEP)
+    local = run_sweep(sw, tmp_path / "local", show_progress=False)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as cluster:
+        remote = run_sweep(sw, tmp_path / "remote", executor="dask",
+                           address=cluster.scheduler_address, show_progress=False)
+    pd.testing.assert_frame_equal(local, remote)
