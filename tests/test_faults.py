@@ -191,3 +191,40 @@ def test_reproduce_interrupted_then_run_again(files, sig):
                                 "--quiet"], cwd=files, capture_output=True, text=True)
         assert whole.returncode == 0, whole.stderr
         same_results(files / "rep" / "results.nc", files / "whole" / "results.nc")
+
+
+REPRO_SET = ["--set", "steps=3000", "--set", "runs=2", "--set", "widths=[20, 40]",
+             "--set", "points=20"]  # bf-init quick, cut: 6 batches of a few seconds
+
+
+def test_reproduction_killed_then_resumed(tmp_path):
+    """A reproduction killed (SIGKILL) after some of its batches finished keeps them in its batch
+    store; --resume trains only the others and gives the uninterrupted results exactly; the store
+    is removed once the folder is complete."""
+    from shallowflow.reproductions.base import batch_store
+
+    whole = subprocess.run([EXE, "reproduce", "bf-init", "--out", "whole", "--quiet", *REPRO_SET],
+                           cwd=tmp_path, capture_output=True, text=True)
+    assert whole.returncode == 0, whole.stderr
+    store = batch_store(tmp_path / "cut")
+    proc, _ = start(["reproduce", "bf-init", "--out", "cut", "--quiet", *REPRO_SET], tmp_path)
+    wait_for(lambda: len(list(store.glob("*.nc"))) >= 2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (tmp_path / "cut").exists()
+    kept = {p.name: p.stat().st_mtime_ns for p in store.glob("*.nc")}
+    assert 2 <= len(kept) < 6
+    proc, err = start(["reproduce", "bf-init", "--out", "cut", "--quiet", "--resume",
+                       *REPRO_SET], tmp_path)
+    # the kept batches are read, not trained again: their files are never rewritten
+    while proc.poll() is None:
+        if store.exists():
+            for name, mtime in kept.items():
+                path = store / name
+                assert not path.exists() or path.stat().st_mtime_ns == mtime, name
+        time.sleep(0.05)
+    assert proc.returncode == 0, err.read_text()
+    assert not store.exists() and not leftovers(tmp_path)
+    a, b = read_netcdf(tmp_path / "whole" / "results.nc"), read_netcdf(tmp_path / "cut" /
+                                                                        "results.nc")
+    assert a.drop_attrs().equals(b.drop_attrs())

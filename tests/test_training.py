@@ -95,3 +95,26 @@ def test_import_has_no_global_side_effects():
             "assert matplotlib.get_backend() == before, 'backend changed at import'")
     env = {**os.environ, "MPLBACKEND": "svg"}  # not the Agg a stray matplotlib.use would pick
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+def test_batch_store_keeps_finished_batches_and_reads_them_back(tmp_path, monkeypatch):
+    """With a store every batch is written as <id>.nc; a second call reads them instead of
+    training (training would raise here) and gives the same arrays as training without one."""
+    from shallowflow import training
+
+    exps = [experiment_from_mapping(spec(0)), experiment_from_mapping(spec(2, width=5))]
+    plain = train(exps, show_progress=False)
+    first = train(exps, show_progress=False, store=tmp_path)
+    refs = [RunRef(e, r) for e in exps for r in range(e.runs)]
+    ids = {b.id for b in plan(refs, tags=[k for k, e in enumerate(exps) for _ in range(e.runs)])}
+    assert {p.stem for p in tmp_path.glob("*.nc")} == ids
+
+    def never(*args, **kwargs):
+        raise AssertionError("a stored batch was trained again")
+
+    monkeypatch.setattr(training, "train_batch", never)
+    again = train(exps, show_progress=False, store=tmp_path)
+    for p, f, a in zip(plain, first, again, strict=True):
+        for name in ("loss", "param_norm_sq"):
+            np.testing.assert_array_equal(p[name].values, f[name].values)
+            np.testing.assert_array_equal(p[name].values, a[name].values)

@@ -291,6 +291,8 @@ def reproduce(
     executor: ExecutorOption = "local",
     address: AddressOption = None,
     workers: WorkersOption = None,
+    resume: Annotated[bool, typer.Option(
+        help="reuse the batches an interrupted run of the same command finished")] = False,
 ) -> None:
     """Run a paper experiment: figures, claims.json (verdict per claim) and report.md; with
     --from, re-judge and redraw a saved one in seconds. With --executor dask, the independent
@@ -299,7 +301,9 @@ def reproduce(
 
     def state() -> str:
         done = f"finished: {', '.join(finished)}; " if finished else ""
-        return done + _nothing_written(out_dir)().replace(str(out_dir), "the unfinished folder")
+        return (done + "nothing was written to the unfinished folder (results are written only "
+                "when complete); its finished batches are kept: run the same command with "
+                "--resume to go on, without it to start over")
 
     with _guard(state), contextlib.ExitStack() as stack:
         from shallowflow.executors import make_executor
@@ -322,7 +326,7 @@ def reproduce(
                 console.print(f"[bold]{item}[/] (preset {preset})", highlight=False)
                 _, claims = run_reproduction(item, folder, preset, set_ or [],
                                              overwrite=overwrite, show_progress=not quiet,
-                                             executor=runner, force=force)
+                                             executor=runner, force=force, resume=resume)
             out.print(f"{item}:", highlight=False)
             for c in claims:
                 out.print(f"  {c.verdict:15s} {c.id}: measured {c.measured}", highlight=False)

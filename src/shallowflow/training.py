@@ -26,6 +26,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
@@ -36,6 +37,7 @@ from shallowflow.executors import Executor, LocalExecutor, StepCallback
 from shallowflow.experiment import RunRef, batch_data, prepare_batch, run_batch, static_signature
 from shallowflow.preflight import check_memory, estimate
 from shallowflow.progress import make_progress
+from shallowflow.store import clean_stale, read_netcdf, write_netcdf
 
 R = TypeVar("R")
 
@@ -86,6 +88,16 @@ def train_batch(batch: Batch, progress: StepCallback | None = None,
     return ds
 
 
+def train_batch_file(batch: Batch, progress: StepCallback | None = None,
+                     keep_data: bool = False, store: Path | None = None) -> Path:
+    """:func:`train_batch`, its Dataset written atomically to ``store/<batch id>.nc``; returns
+    the path (what comes back from a worker process is a path, not the arrays)."""
+    assert store is not None
+    path = store / f"{batch.id}.nc"
+    write_netcdf(train_batch(batch, progress, keep_data), path)
+    return path
+
+
 def execute(task: Callable[[Batch, StepCallback | None], R], batches: Sequence[Batch],
             label: str = "", show_progress: bool = True, executor: Executor | None = None,
             done_runs: int = 0) -> Iterator[tuple[Batch, R]]:
@@ -106,7 +118,8 @@ def execute(task: Callable[[Batch, StepCallback | None], R], batches: Sequence[B
 def train(experiments: Experiment | Sequence[Experiment], *, label: str = "",
           show_progress: bool = True, executor: Executor | None = None,
           max_batch: int = 4096, keep_data: bool = False,
-          runs: Sequence[int] | None = None, force: bool = False) -> list[xr.Dataset]:
+          runs: Sequence[int] | None = None, force: bool = False,
+          store: Path | None = None) -> list[xr.Dataset]:
     """Train every run of ``experiments`` in as few compiled batches as their signatures allow.
 
     Returns one Dataset per experiment, in order, holding its runs in run-index order (the
@@ -117,6 +130,10 @@ def train(experiments: Experiment | Sequence[Experiment], *, label: str = "",
 
     Before any work the memory the job needs is estimated and compared with what the machine
     has (:func:`shallowflow.preflight.check_memory`; ``force`` trains anyway).
+
+    ``store``: a folder that keeps each finished batch as ``<batch id>.nc`` (written atomically
+    where the batch ran); a batch whose file is already there is read, not trained again (the
+    id hashes the batch's runs and their specs), so an interrupted caller resumes.
     """
     exps = [experiments] if isinstance(experiments, Experiment) else list(experiments)
     chosen = [range(e.runs) if runs is None else [int(r) for r in runs] for e in exps]
@@ -125,8 +142,13 @@ def train(experiments: Experiment | Sequence[Experiment], *, label: str = "",
     refs = [RunRef(e, r) for e, rs in zip(exps, chosen, strict=True) for r in rs]
     owner = [k for k, rs in enumerate(chosen) for _ in rs]  # tags: the experiment of each run
     parts: list[list[tuple[int, xr.Dataset]]] = [[] for _ in exps]
-    task = functools.partial(train_batch, keep_data=keep_data)
-    for batch, ds in execute(task, plan(refs, max_batch, owner), label, show_progress, executor):
+    batches = plan(refs, max_batch, owner)
+    if store is None:
+        results = execute(functools.partial(train_batch, keep_data=keep_data), batches, label,
+                          show_progress, executor)
+    else:
+        results = _stored(batches, store, keep_data, label, show_progress, executor)
+    for batch, ds in results:
         positions: dict[int, list[int]] = {}
         for pos, k in enumerate(batch.tags):
             positions.setdefault(k, []).append(pos)
@@ -134,6 +156,23 @@ def train(experiments: Experiment | Sequence[Experiment], *, label: str = "",
             part = ds if len(pos) == ds.sizes["run"] else ds.isel(run=pos)
             parts[k].append((batch.refs[pos[0]].index, part))
     return [_assemble(sorted(p, key=lambda item: item[0])) for p in parts]
+
+
+def _stored(batches: Sequence[Batch], store: Path, keep_data: bool, label: str,
+            show_progress: bool, executor: Executor | None) -> Iterator[tuple[Batch, xr.Dataset]]:
+    """``(batch, Dataset)`` for every batch: read from ``store`` where its file exists, else
+    trained (through ``executor``) into it and read back."""
+    store.mkdir(parents=True, exist_ok=True)
+    clean_stale(store)
+    pending = [b for b in batches if not (store / f"{b.id}.nc").is_file()]
+    waiting = {b.id for b in pending}
+    for batch in batches:
+        if batch.id not in waiting:
+            yield batch, read_netcdf(store / f"{batch.id}.nc")
+    task = functools.partial(train_batch_file, keep_data=keep_data, store=store)
+    done = sum(b.size for b in batches) - sum(b.size for b in pending)
+    for batch, path in execute(task, pending, label, show_progress, executor, done):
+        yield batch, read_netcdf(path)
 
 
 def _assemble(parts: list[tuple[int, xr.Dataset]]) -> xr.Dataset:
@@ -158,9 +197,10 @@ executor settings (``train(experiments, label=..., keep_data=..., max_batch=...)
 
 
 def trainer(show_progress: bool = True, executor: Executor | None = None,
-            force: bool = False) -> Train:
-    """:func:`train` bound to ``show_progress``, ``executor`` and ``force``."""
-    return functools.partial(train, show_progress=show_progress, executor=executor, force=force)
+            force: bool = False, store: Path | None = None) -> Train:
+    """:func:`train` bound to ``show_progress``, ``executor``, ``force`` and ``store``."""
+    return functools.partial(train, show_progress=show_progress, executor=executor, force=force,
+                             store=store)
 
 
 def simulate(exp: Experiment, runs: Sequence[int] | None = None,

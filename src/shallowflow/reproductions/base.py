@@ -23,6 +23,7 @@ claims by construction. The folder holds ``results.nc``, the figures, ``claims.j
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -188,23 +189,37 @@ def _finish(rep: Reproduction, folder: Path, ds: xr.Dataset, params: Params, pre
     return claims
 
 
+def batch_store(out: str | Path) -> Path:
+    """Where a reproduction into ``out`` keeps its finished batches until it is complete: the
+    hidden sibling folder ``.<out name>.batches`` (kept when the run is interrupted, removed when
+    it succeeds)."""
+    out = Path(out)
+    return out.parent / f".{out.name}.batches"
+
+
 def run_reproduction(name: str, out: str | Path, preset: str = "quick",
                      overrides: list[str] | None = None, overwrite: bool = False,
                      show_progress: bool = True, executor: Executor | None = None,
-                     force: bool = False) -> tuple[Path, list[Claim]]:
+                     force: bool = False, resume: bool = False) -> tuple[Path, list[Claim]]:
     """Run reproduction ``name`` with ``preset`` into the folder ``out`` (created atomically).
     The output location is checked before any work; each training call checks the memory it
-    needs (``force``: train anyway)."""
+    needs (``force``: train anyway). Every finished batch is kept in :func:`batch_store` until
+    the folder is complete; ``resume`` reads the batches an interrupted run finished instead of
+    training them again (without it, they are discarded and everything is trained)."""
     rep = _lookup(name)
     params = resolve_params(rep, preset, overrides)
     check_output_dir(out, overwrite)
     enable_float64()
+    store = batch_store(out)
+    if not resume:
+        shutil.rmtree(store, ignore_errors=True)
     start = time.perf_counter()
     with atomic_dir(out, overwrite) as folder:
-        write_netcdf(rep.simulate(params, trainer(show_progress, executor, force)),
+        write_netcdf(rep.simulate(params, trainer(show_progress, executor, force, store)),
                      folder / RESULTS)
         ds = read_netcdf(folder / RESULTS)
         claims = _finish(rep, folder, ds, params, preset, time.perf_counter() - start, {})
+    shutil.rmtree(store, ignore_errors=True)
     return Path(out), claims
 
 
