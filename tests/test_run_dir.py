@@ -86,4 +86,7 @@ def test_sigterm_leaves_no_half_written_folder(tmp_path):
     assert any(tmp_path.glob(".rep.tmp-*")), "the command never started writing"
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 128 + signal.SIGTERM
-    assert not out.exists() and not list(tmp_path.glob(".rep*"))
+    store = tmp_path / ".rep.batches"  # finished batches only, kept for --resume
+    assert not out.exists() and not [p for p in tmp_path.glob(".rep*") if p != store]
+    assert not store.exists() or all(f.suffix == ".nc" and not f.name.startswith(".")
+                                     for f in store.iterdir())

@@ -298,12 +298,19 @@ def reproduce(
     --from, re-judge and redraw a saved one in seconds. With --executor dask, the independent
     batches of each training call (grid points, seeds, initialisations) run on Dask workers."""
     finished: list[str] = []
+    names: list[str] = [name]
 
     def state() -> str:
+        from shallowflow.reproductions.base import stored_batches
+
         done = f"finished: {', '.join(finished)}; " if finished else ""
+        current = out_dir / names[len(finished)] if name == "all" else out_dir
+        kept = len(stored_batches(current)) if names[len(finished):] else 0
+        again = (f"{kept} finished batch(es) are kept: run the same command with --resume to go "
+                 f"on, without it to start over" if kept else
+                 "run the same command again to start over")
         return (done + "nothing was written to the unfinished folder (results are written only "
-                "when complete); its finished batches are kept: run the same command with "
-                "--resume to go on, without it to start over")
+                f"when complete); {again}")
 
     with _guard(state), contextlib.ExitStack() as stack:
         from shallowflow.executors import make_executor
@@ -312,7 +319,7 @@ def reproduce(
         if from_ is not None and (name == "all" or set_):
             raise ValueError("--from: re-judges one saved reproduction as it was run; give one "
                              "NAME and no --set")
-        names = list(catalogue()) if name == "all" else [name]
+        names[:] = list(catalogue()) if name == "all" else [name]
         runner = make_executor(executor, address, workers)  # refused before any work if unknown
         if from_ is None:
             runner.check()

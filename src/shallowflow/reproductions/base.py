@@ -214,13 +214,23 @@ def run_reproduction(name: str, out: str | Path, preset: str = "quick",
     if not resume:
         shutil.rmtree(store, ignore_errors=True)
     start = time.perf_counter()
-    with atomic_dir(out, overwrite) as folder:
-        write_netcdf(rep.simulate(params, trainer(show_progress, executor, force, store)),
-                     folder / RESULTS)
-        ds = read_netcdf(folder / RESULTS)
-        claims = _finish(rep, folder, ds, params, preset, time.perf_counter() - start, {})
+    try:
+        with atomic_dir(out, overwrite) as folder:
+            write_netcdf(rep.simulate(params, trainer(show_progress, executor, force, store)),
+                         folder / RESULTS)
+            ds = read_netcdf(folder / RESULTS)
+            claims = _finish(rep, folder, ds, params, preset, time.perf_counter() - start, {})
+    except BaseException:
+        if not stored_batches(out):  # nothing to resume from: leave nothing behind
+            shutil.rmtree(store, ignore_errors=True)
+        raise
     shutil.rmtree(store, ignore_errors=True)
     return Path(out), claims
+
+
+def stored_batches(out: str | Path) -> list[Path]:
+    """The finished batches an interrupted reproduction into ``out`` kept (:func:`batch_store`)."""
+    return sorted(batch_store(out).glob("*.nc"))
 
 
 def rejudge(name: str, source: str | Path, out: str | Path,
