@@ -144,6 +144,8 @@ class DaskExecutor:
             bar: Bar, describe: Callable[[B], str]) -> Iterator[tuple[B, R]]:
         from dask.distributed import as_completed
 
+        if not batches:  # e.g. a resumed sweep with everything done: no cluster to start
+            return
         client = self.client()
         futures = {client.submit(task, b, None, pure=False): b for b in batches}
         try:
