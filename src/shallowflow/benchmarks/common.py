@@ -232,6 +232,22 @@ def finish(name: str, result: dict[str, Any], table: Callable[[dict[str, Any]], 
     print(f"wrote {write_json(out, name, result)}")
 
 
+def run_with_options(name: str, doc: str, bench: Callable[..., dict[str, Any]],
+                     table: Callable[[dict[str, Any]], str], options: dict[str, Any],
+                     argv: list[str] | None, out: Path | None) -> dict[str, Any]:
+    """``main`` of a benchmark whose keyword arguments are options: ``options`` maps each
+    keyword of ``bench`` to its default (``--max-batch`` for ``max_batch``, typed like the
+    default); parse ``argv``, run, then :func:`finish` under ``name``; returns the result."""
+    ap = parser(doc, out)
+    for key, default in options.items():
+        ap.add_argument("--" + key.replace("_", "-"), type=type(default), default=default)
+    args = vars(ap.parse_args(argv))
+    folder = args.pop("out")
+    result = bench(**args)
+    finish(name, result, table, folder)
+    return result
+
+
 def run_alone(name: str, doc: str, bench: Callable[[], dict[str, Any]],
               table: Callable[[dict[str, Any]], str], argv: list[str] | None,
               out: Path | None) -> dict[str, Any]:

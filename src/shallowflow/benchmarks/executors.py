@@ -23,9 +23,8 @@ import numpy as np
 
 from shallowflow.benchmarks.common import (
     ForeignLoad,
-    finish,
     machine_info,
-    parser,
+    run_with_options,
     with_foreign_load,
 )
 
@@ -122,14 +121,8 @@ def table(r: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None, out: Path | None = None) -> dict[str, Any]:
     """Run alone: print the table, write the raw numbers to ``--out``/executors.json."""
-    ap = parser(__doc__, out)
-    ap.add_argument("--networks", type=int, default=NETWORKS)
-    ap.add_argument("--steps", type=int, default=STEPS)
-    ap.add_argument("--max-batch", type=int, default=MAX_BATCH)
-    args = ap.parse_args(argv)
-    r = bench(args.networks, args.steps, args.max_batch)
-    finish("executors", r, table, args.out)
-    return r
+    options = {"networks": NETWORKS, "steps": STEPS, "max_batch": MAX_BATCH}
+    return run_with_options("executors", __doc__, bench, table, options, argv, out)
 
 
 if __name__ == "__main__":

@@ -25,9 +25,8 @@ from typing import Any
 
 from shallowflow.benchmarks.common import (
     ForeignLoad,
-    finish,
     machine_info,
-    parser,
+    run_with_options,
     with_foreign_load,
 )
 from shallowflow.compile_cache import ENV
@@ -152,14 +151,8 @@ def table(r: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None, out: Path | None = None) -> dict[str, Any]:
     """Run alone: print the table, write the raw numbers to ``--out``/startup.json."""
-    ap = parser(__doc__, out)
-    ap.add_argument("--p", type=int, default=P)
-    ap.add_argument("--steps", type=int, default=STEPS)
-    ap.add_argument("--repeats", type=int, default=2)
-    args = ap.parse_args(argv)
-    r = bench(args.p, args.steps, args.repeats)
-    finish("startup", r, table, args.out)
-    return r
+    options = {"p": P, "steps": STEPS, "repeats": 2}
+    return run_with_options("startup", __doc__, bench, table, options, argv, out)
 
 
 if __name__ == "__main__":

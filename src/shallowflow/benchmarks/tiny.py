@@ -22,9 +22,8 @@ import numpy as np
 from shallowflow.benchmarks.common import (
     ForeignLoad,
     cpu_count,
-    finish,
     machine_info,
-    parser,
+    run_with_options,
     time_simulate,
     with_foreign_load,
 )
@@ -172,16 +171,8 @@ def table(r: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None, out: Path | None = None) -> dict[str, Any]:
     """Run alone: print the table, write the raw numbers to ``--out``/tiny.json."""
-    ap = parser(__doc__, out)
-    ap.add_argument("--p", type=int, default=P)
-    ap.add_argument("--steps", type=int, default=STEPS)
-    ap.add_argument("--repeats", type=int, default=2)
-    args = ap.parse_args(argv)
-    r = bench(args.p, args.steps, args.repeats)
-    if r["torch"] is None:
-        print("torch is not importable: the PyTorch baseline was skipped.")
-    finish("tiny", r, table, args.out)
-    return r
+    options = {"p": P, "steps": STEPS, "repeats": 2}
+    return run_with_options("tiny", __doc__, bench, table, options, argv, out)
 
 
 if __name__ == "__main__":
