@@ -70,14 +70,29 @@ def test_quick_run_of_the_smallest_benchmark(tmp_path: Path) -> None:
     assert raw["machine"]["cpu_count"] >= 1
 
 
-def test_startup_bench_runs_and_tabulates(tmp_path: Path) -> None:
-    """The start-up benchmark at a tiny size: every process ran and the table names each (no
-    timed assertion)."""
+def test_startup_bench_runs_the_processes_it_names(monkeypatch) -> None:
+    """The start-up benchmark's processes (not run here: tests/test_compile_cache.py runs real
+    cold and warm processes): without the cache, then cold on a new folder, then warm on the
+    same folder, for the 1-step and the full run; the table names each (no timed assertion)."""
     from shallowflow.benchmarks import startup
+    from shallowflow.compile_cache import ENV
 
+    calls: list[tuple[list[str], str | None]] = []
+
+    def fake(cmd: list[str], env: dict[str, str]) -> float:
+        calls.append((cmd, env.get(ENV)))
+        return 1.0 + len(calls)
+
+    monkeypatch.setattr(startup, "_timed", fake)
     r = startup.bench(p=50, steps=3, repeats=1)
+    runs = [(cmd, cache) for cmd, cache in calls if "run" in cmd]
+    assert len(runs) == 6
+    for first in (0, 3):
+        (_, off), (_, cold), (_, warm) = runs[first:first + 3]
+        assert off == "off" and cold not in (None, "off") and warm == cold
+    assert runs[0][0][runs[0][0].index("run") + 1].endswith(".toml")
     for part in ("one_step", "run"):
-        assert set(r[part]) == {"off", "cold", "warm"} and all(v > 0 for v in r[part].values())
+        assert set(r[part]) == {"off", "cold", "warm"}
     text = startup.table(r)
     assert "warm cache" in text and "1 step" in text
 

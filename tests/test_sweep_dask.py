@@ -101,7 +101,7 @@ def test_sweep_on_a_running_scheduler_by_address(tmp_path):
     sw = sweep_from_mapping(SWEEP)
     local = run_sweep(sw, tmp_path / "local", show_progress=False)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as cluster:
+                      dashboard_address="127.0.0.1:0") as cluster:
         remote = run_sweep(sw, tmp_path / "remote", executor="dask",
                            address=cluster.scheduler_address, show_progress=False)
     pd.testing.assert_frame_equal(local, remote)

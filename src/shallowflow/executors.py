@@ -132,7 +132,8 @@ class DaskExecutor:
         if self.address is None:
             workers = self.workers or len(core_groups(os.cpu_count() or 1))
             self._cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                         host="127.0.0.1", dashboard_address=None)
+                                         host="127.0.0.1",  # loopback only, also its
+                                         dashboard_address="127.0.0.1:0")  # HTTP server
             self._client = Client(self._cluster)
             self._client.register_plugin(WorkerSetup(core_groups(workers)))
         else:
