@@ -50,7 +50,8 @@ def choose(live: np.ndarray, width: int, steps_left: int, n: int,
     :func:`widths` holding every run's live neurons; it is taken when it is narrower than
     ``width`` and ("auto") saves at least MIN_PAIR_STEPS sample-neuron steps over the
     ``steps_left`` steps of the R runs on ``n`` samples ("on": whenever narrower). Each run's
-    row lists its live neurons, then dead ones, in increasing index order."""
+    row holds its live neurons and, as padding, its first dead ones, in increasing index
+    order."""
     R, p = live.shape
     need = int(live.sum(axis=1).max())
     w = min(v for v in widths(p) if v >= need) if need > 0 else widths(p)[-1]
