@@ -64,14 +64,17 @@ class LocalExecutor:
             yield batch, result
 
 
+def available_cores() -> list[int]:
+    """The cores this process may run on (``os.sched_getaffinity``, else all of them)."""
+    get = getattr(os, "sched_getaffinity", None)
+    return sorted(get(0)) if get else list(range(os.cpu_count() or 1))
+
+
 def core_groups(workers: int, cores: Sequence[int] | None = None) -> list[list[int]]:
-    """The available cores (``os.sched_getaffinity``, else ``range(os.cpu_count())``) split into
-    ``workers`` groups of consecutive cores, sizes differing by at most one (a worker per group,
-    so processes x threads = cores). More workers than cores share cores round-robin."""
-    if cores is None:
-        get = getattr(os, "sched_getaffinity", None)
-        cores = sorted(get(0)) if get else list(range(os.cpu_count() or 1))
-    cores = list(cores)
+    """``cores`` (default :func:`available_cores`) split into ``workers`` groups of consecutive
+    cores, sizes differing by at most one (a worker per group, so processes x threads = cores).
+    More workers than cores share cores round-robin."""
+    cores = available_cores() if cores is None else list(cores)
     if workers >= len(cores):
         return [[cores[k % len(cores)]] for k in range(workers)]
     size, extra = divmod(len(cores), workers)
@@ -130,7 +133,7 @@ class DaskExecutor:
         except ImportError as err:  # pragma: no cover
             raise ValueError("executor: 'dask' needs `pip install shallowflow[dask]`") from err
         if self.address is None:
-            workers = self.workers or len(core_groups(os.cpu_count() or 1))
+            workers = self.workers or len(available_cores())
             self._cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                          host="127.0.0.1",  # loopback only, also its
                                          dashboard_address="127.0.0.1:0")  # HTTP server

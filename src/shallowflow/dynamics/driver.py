@@ -150,6 +150,7 @@ def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs:
     neurons, width, widths = None, p, []  # the neurons stepped (dynamics.live), all at first
     for index, chunk in enumerate(_chunks(schedule, per_call, max(1, total // 50))):
         left = total - int(step)
+        # count the live neurons only if even the narrowest width could pay
         if live.worth(skip_dead, len(current), cur_inputs.n, left, width, 1):
             idx = live.choose(np.asarray(_live_neurons(cfg, state, cur_inputs, cur_y)), width,
                               left, cur_inputs.n, skip_dead)
