@@ -264,6 +264,7 @@ def run_sweep(sweep: Sweep, out: str | Path, resume: bool = False,
                 after_batch(batch.id)
     finally:
         runner.close()
+    clean_stale(out / "batches")  # what a worker killed while writing left (it was run again)
     return summarise(out)
 
 
