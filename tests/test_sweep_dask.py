@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pandas as pd
 import pytest
 
@@ -141,3 +143,73 @@ def test_a_killed_worker_loses_only_its_batch(tmp_path):
     assert ids == sorted(p.name for p in (tmp_path / "local" / "batches").iterdir())
     for a, b in zip(load_batches(tmp_path / "local"), load_batches(tmp_path / "dask"), strict=True):
         assert a.drop_attrs().equals(b.drop_attrs())
+
+
+@pytest.mark.parametrize("where", [{}, {"executor": "dask", "workers": 2}],
+                         ids=["in-process", "dask-2-workers"])
+def test_a_failing_batch_is_named_by_key_and_the_others_finish(tmp_path, where):
+    """One batch cannot write its result (a folder stands at its file's path, as a full or
+    read-only disk would make it fail where it ran): that batch is reported with its key and
+    grid point, the others are written and summarised, and once the cause is gone a resume runs
+    only the failed batch, ending with the uninterrupted sweep's results."""
+    from shallowflow.errors import BatchesFailed
+    from shallowflow.sweep import plan
+
+    class Stop(Exception):
+        pass
+
+    def stop(batch_id):
+        raise Stop
+
+    sw = sweep_from_mapping({**SWEEP, "grid": {"model.width": [2, 3, 4]}, "max_batch": 2})
+    batches = plan(sw)
+    assert [set(b.tags) for b in batches] == [{0}, {1}, {2}]
+    reference = run_sweep(sw, tmp_path / "whole", show_progress=False)
+    out = tmp_path / "out"
+    with pytest.raises(Stop):  # a sweep folder with its plan and the first batch written
+        run_sweep(sw, out, show_progress=False, after_batch=stop)
+    blocker = out / "batches" / f"{batches[2].id}.nc"
+    (blocker / "in-the-way").mkdir(parents=True)
+    with pytest.raises(BatchesFailed) as caught:
+        run_sweep(sw, out, resume=True, show_progress=False, **where)
+    (name, failure), = caught.value.failures
+    assert batches[2].id in name and "grid point(s) 2 {'model.width': 4}" in name
+    assert isinstance(failure.error, OSError) and caught.value.finished == 1
+    written = sorted(p.stem for p in (out / "batches").glob("*.nc") if p.is_file())
+    assert written == sorted(b.id for b in batches[:2])
+    summary = pd.read_parquet(out / "summary.parquet")
+    pd.testing.assert_frame_equal(summary, reference[reference["point"] < 2])
+    stamps = {p.name: p.stat().st_mtime_ns for p in (out / "batches").glob("*.nc") if p.is_file()}
+    shutil.rmtree(blocker)
+    resumed = run_sweep(sw, out, resume=True, show_progress=False, **where)
+    pd.testing.assert_frame_equal(resumed, reference)
+    assert all((out / "batches" / n).stat().st_mtime_ns == t for n, t in stamps.items())
+    assert not list((out / "batches").glob(".*"))  # no temporary file left behind
+
+
+def test_failed_batches_are_error_lines_with_how_to_go_on(capsys):
+    """The command line turns failed batches into one error line each (no traceback for a user's
+    error, a traceback for anything else) and a line on how to go on; exit code 1."""
+    import typer
+
+    from shallowflow.cli import _guard
+    from shallowflow.data.validate import DataError
+    from shallowflow.errors import EXIT_FAILED, BatchesFailed
+    from shallowflow.executors import Failure
+
+    def failing(error: Exception) -> Failure:
+        try:
+            raise error
+        except Exception as err:
+            return Failure.of(err)
+
+    failures = [("batch g000-0002-x (2 runs)", failing(DataError("data.path: c.npz is corrupt"))),
+                ("batch g001-0000-y (2 runs)", failing(ZeroDivisionError("boom")))]
+    with pytest.raises(typer.Exit) as code, _guard(lambda: "2 of 4 batches are kept"):
+        raise BatchesFailed(failures, 2)
+    assert code.value.exit_code == EXIT_FAILED == 1
+    err = capsys.readouterr()
+    text = err.out + err.err
+    assert "error: batch g000-0002-x (2 runs): DataError: data.path: c.npz is corrupt" in text
+    assert "error: batch g001-0000-y (2 runs): ZeroDivisionError: boom" in text
+    assert text.count("Traceback") == 1 and "2 of 4 batches are kept" in text

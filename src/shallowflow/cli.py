@@ -23,7 +23,14 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
-from shallowflow.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USER, REPORT, error_lines
+from shallowflow.errors import (
+    EXIT_FAILED,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_USER,
+    REPORT,
+    error_lines,
+)
 from shallowflow.preflight import REFERENCE_FLOPS, Estimate, estimate, human
 from shallowflow.progress import console, out
 
@@ -120,14 +127,24 @@ def _os_error(err: OSError) -> str:
 @contextlib.contextmanager
 def _guard(interrupted: Callable[[], str]) -> Iterator[None]:
     """Turn what a user can cause into error lines (exit 2), an interruption into a line saying
-    what is done and how to go on (``interrupted()``; exit 130, or 143 for SIGTERM), and
-    anything else into an internal-error report (exit 1)."""
-    from shallowflow.errors import UserError
+    what is done and how to go on (``interrupted()``; exit 130, or 143 for SIGTERM), failed
+    batches into one error line each and the same line on how to go on (exit 1; tracebacks only
+    for errors a user cannot cause), and anything else into an internal-error report (exit 1)."""
+    from shallowflow.errors import BatchesFailed, UserError
 
     try:
         yield
     except typer.Exit:
         raise
+    except BatchesFailed as err:
+        for where, failure in err.failures:
+            if not isinstance(failure.error, (UserError, ValueError, OSError)):
+                console.print(failure.trace, highlight=False, markup=False)
+            console.print(f"[bold red]error:[/] {escape(where)}: {escape(failure.line)}",
+                          highlight=False)
+        console.print(f"[bold yellow]failed:[/] {len(err.failures)} batch(es) failed, "
+                      f"{err.finished} finished; {escape(interrupted())}", highlight=False)
+        raise typer.Exit(EXIT_FAILED) from None
     except (KeyboardInterrupt, Terminated) as err:
         signal.setitimer(signal.ITIMER_REAL, 0)
         _PENDING.clear()

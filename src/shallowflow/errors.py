@@ -11,6 +11,11 @@ internal error: the command line says so, prints the traceback and asks for a re
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from shallowflow.executors import Failure
+
 
 class UserError(ValueError):
     """An input, file, output location or resource request that cannot be honoured; the message
@@ -27,9 +32,23 @@ class OutputError(UserError):
     space)."""
 
 
+class BatchesFailed(Exception):
+    """Some batches raised while the others finished (and were kept where the caller keeps
+    them). ``failures`` holds ``(description, Failure)`` pairs, the description naming the batch
+    by its key; the message has one line per failed batch."""
+
+    def __init__(self, failures: list[tuple[str, Failure]], finished: int) -> None:
+        self.failures = failures
+        self.finished = finished
+        lines = [f"{where}: {failure.line}" for where, failure in failures]
+        lines.append(f"{len(failures)} batch(es) failed; the other {finished} finished")
+        super().__init__("\n".join(lines))
+
+
 EXIT_USER = 2
 EXIT_INTERNAL = 1
 EXIT_INTERRUPTED = 130
+EXIT_FAILED = 1  # some batches raised; the others finished and are kept
 
 REPORT = ("this is a bug in shallowflow, not in your input: please report it to the "
           "maintainers (the issue tracker of the repository you installed shallowflow from) "

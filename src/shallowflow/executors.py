@@ -2,7 +2,8 @@
 "Training").
 
 An executor takes a task ``task(batch, progress) -> result`` and a list of batches and yields
-``(batch, result)`` as batches finish. ``progress`` is a step callback ``(done, total)`` for
+``(batch, result)`` as batches finish; a batch whose task raised yields a :class:`Failure` as its
+result (the others go on). ``progress`` is a step callback ``(done, total)`` for
 in-process executors and ``None`` where the work runs elsewhere. The task must be picklable for
 executors that ship it to other processes (a module-level function or a ``functools.partial`` of
 one).
@@ -15,7 +16,9 @@ one).
 from __future__ import annotations
 
 import os
+import traceback
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from shallowflow.errors import UserError
@@ -26,8 +29,28 @@ R = TypeVar("R")
 StepCallback = Callable[[int, int], None]
 
 
+@dataclass(frozen=True)
+class Failure:
+    """What a batch's task raised, in place of its result: the exception (re-raised from a
+    worker where the batch ran elsewhere) and its traceback text."""
+
+    error: Exception
+    trace: str
+
+    @classmethod
+    def of(cls, error: Exception) -> Failure:
+        return cls(error, "".join(traceback.format_exception(error)))
+
+    @property
+    def line(self) -> str:
+        """``Type: message`` on one line."""
+        return f"{type(self.error).__name__}: {' '.join(str(self.error).split())}"
+
+
 class Executor(Protocol):
-    """Runs ``task`` on every batch and yields ``(batch, result)`` in completion order."""
+    """Runs ``task`` on every batch and yields ``(batch, result)`` in completion order; a task
+    that raises an ``Exception`` gives a :class:`Failure` for its batch, and the other batches
+    go on (an interruption, ``KeyboardInterrupt``, stops all of them)."""
 
     name: str
 
@@ -37,7 +60,7 @@ class Executor(Protocol):
         ...
 
     def run(self, task: Callable[[B, StepCallback | None], R], batches: Sequence[B],
-            bar: Bar, describe: Callable[[B], str]) -> Iterator[tuple[B, R]]: ...
+            bar: Bar, describe: Callable[[B], str]) -> Iterator[tuple[B, R | Failure]]: ...
 
     def close(self) -> None:
         """Release what the executor started (a local cluster); it may be used again after."""
@@ -56,10 +79,14 @@ class LocalExecutor:
         """Nothing to release."""
 
     def run(self, task: Callable[[B, StepCallback | None], R], batches: Sequence[B],
-            bar: Bar, describe: Callable[[B], str]) -> Iterator[tuple[B, R]]:
+            bar: Bar, describe: Callable[[B], str]) -> Iterator[tuple[B, R | Failure]]:
         for batch in batches:
             inner = bar.add_task(describe(batch), total=None)
-            result = task(batch, lambda d, t, inner=inner: bar.update(inner, completed=d, total=t))
+            try:
+                result: R | Failure = task(
+                    batch, lambda d, t, inner=inner: bar.update(inner, completed=d, total=t))
+            except Exception as err:  # the batch's failure, reported by the caller with its key
+                result = Failure.of(err)
             bar.remove_task(inner)
             yield batch, result
 
@@ -145,7 +172,7 @@ class DaskExecutor:
         return self._client
 
     def run(self, task: Callable[[B, StepCallback | None], R], batches: Sequence[B],
-            bar: Bar, describe: Callable[[B], str]) -> Iterator[tuple[B, R]]:
+            bar: Bar, describe: Callable[[B], str]) -> Iterator[tuple[B, R | Failure]]:
         from dask.distributed import as_completed
 
         if not batches:  # e.g. a resumed sweep with everything done: no cluster to start
@@ -154,7 +181,11 @@ class DaskExecutor:
         futures = {client.submit(task, b, None, pure=False): b for b in batches}
         try:
             for fut in as_completed(futures):
-                yield futures[fut], fut.result()
+                try:
+                    result: R | Failure = fut.result()
+                except Exception as err:  # raised on the worker, or the worker died too often
+                    result = Failure.of(err)
+                yield futures[fut], result
         finally:
             client.cancel(list(futures))
 

@@ -41,6 +41,7 @@ from shallowflow.config import (
     experiment_from_mapping,
     read_mapping,
 )
+from shallowflow.errors import BatchesFailed
 from shallowflow.executors import StepCallback, make_executor
 from shallowflow.experiment import RunRef
 from shallowflow.preflight import check_memory, estimate
@@ -227,6 +228,9 @@ def run_sweep(sweep: Sweep, out: str | Path, resume: bool = False,
     free space, the memory, and on resume that the folder holds this sweep with unchanged
     input files and readable batch files; temporary files of killed runs are removed.
     ``after_batch(batch_id)`` is called after each batch is written (used by tests to interrupt).
+    A batch that raises is named with its grid point in
+    :class:`~shallowflow.errors.BatchesFailed` once the others are written (the summary then
+    holds theirs; ``resume`` runs the failed ones).
     """
     out = Path(out)
     runner = make_executor(executor, address, workers)  # refused before any work if unknown
@@ -257,11 +261,22 @@ def run_sweep(sweep: Sweep, out: str | Path, resume: bool = False,
     pending = [b for b in batches if not (out / "batches" / f"{b.id}.nc").is_file()]
     done_runs = sum(b.size for b in batches) - sum(b.size for b in pending)
     task = functools.partial(write_batch, out)
+    points = {p.id: p.values for p in sweep.points}
+
+    def name(batch: Batch) -> str:
+        where = sorted(set(batch.tags))
+        return f"{training.describe(batch)} of grid point(s) " + \
+            ", ".join(f"{p} {points[p]}" for p in where)
+
     try:
         for batch, _ in training.execute(task, pending, sweep.name, show_progress,
-                                         runner, done_runs):
+                                         runner, done_runs, name):
             if after_batch is not None:
                 after_batch(batch.id)
+    except BatchesFailed:
+        clean_stale(out / "batches")
+        summarise(out)  # the summary of what finished; --resume runs the failed batches
+        raise
     finally:
         runner.close()
     clean_stale(out / "batches")  # what a worker killed while writing left (it was run again)

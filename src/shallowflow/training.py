@@ -33,7 +33,8 @@ import numpy as np
 import xarray as xr
 
 from shallowflow.config import DIGEST, Experiment
-from shallowflow.executors import Executor, LocalExecutor, StepCallback
+from shallowflow.errors import BatchesFailed
+from shallowflow.executors import Executor, Failure, LocalExecutor, StepCallback
 from shallowflow.experiment import RunRef, batch_data, prepare_batch, run_batch, static_signature
 from shallowflow.preflight import check_memory, estimate
 from shallowflow.progress import make_progress
@@ -98,21 +99,36 @@ def train_batch_file(batch: Batch, progress: StepCallback | None = None,
     return path
 
 
+def describe(batch: Batch) -> str:
+    """A batch named by its key: ``batch <id> (<n> runs)``."""
+    return f"batch {batch.id} ({batch.size} runs)"
+
+
 def execute(task: Callable[[Batch, StepCallback | None], R], batches: Sequence[Batch],
             label: str = "", show_progress: bool = True, executor: Executor | None = None,
-            done_runs: int = 0) -> Iterator[tuple[Batch, R]]:
+            done_runs: int = 0, name: Callable[[Batch], str] = describe,
+            ) -> Iterator[tuple[Batch, R]]:
     """Run ``task`` on every batch through ``executor`` (in-process by default) behind one
     progress display; yields ``(batch, result)`` as batches finish. ``done_runs``: runs finished
-    before (a resumed sweep), counted in the display."""
+    before (a resumed sweep), counted in the display.
+
+    A batch whose task raises does not stop the others: once every batch has been tried,
+    :class:`~shallowflow.errors.BatchesFailed` names each failed batch (``name(batch)``) with
+    its error."""
     executor = executor or LocalExecutor()
     total = done_runs + sum(b.size for b in batches)
+    failed: list[tuple[str, Failure]] = []
     with make_progress(show_progress) as bar:
         outer = bar.add_task(f"{label}: runs" if label else "runs", total=total,
                              completed=done_runs)
-        for batch, result in executor.run(task, batches, bar,
-                                          lambda b: f"  batch {b.id} ({b.size} runs)"):
+        for batch, result in executor.run(task, batches, bar, lambda b: f"  {name(b)}"):
+            if isinstance(result, Failure):
+                failed.append((name(batch), result))
+                continue
             bar.advance(outer, batch.size)
             yield batch, result
+    if failed:
+        raise BatchesFailed(failed, len(batches) - len(failed)) from failed[0][1].error
 
 
 def train(experiments: Experiment | Sequence[Experiment], *, label: str = "",
