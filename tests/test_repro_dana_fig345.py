@@ -99,3 +99,28 @@ def test_unknown_reproduction_leaves_no_folder(tmp_path):
     with pytest.raises(ValueError, match="unknown reproduction"):
         run_reproduction("dana-fig99", tmp_path / "x")
     assert not (tmp_path / "x").exists()
+
+
+def test_thresholds_in_lockstep_equal_one_by_one():
+    """find_thresholds brackets several (d, p) points side by side, one training call per
+    round: each point's grid is exactly what find_threshold gives it alone, and the calls are
+    as many as the longest search needs, not their sum."""
+    import xarray as xr
+
+    from shallowflow.reproductions.dana.threshold import find_threshold, find_thresholds
+    from shallowflow.training import trainer
+
+    calls = []
+    base = trainer(show_progress=False)
+
+    def counting(exps, **kw):
+        calls.append(len(exps))
+        return base(exps, **kw)
+
+    points = [(3, 8, 0), (5, 8, 10_000), (4, 6, 20_000)]
+    together = find_thresholds(points, 3, 2, 1.0, 2.0, counting)
+    lockstep = len(calls)
+    alone = [find_threshold(d, p, 3, 2, 1.0, 2.0, seed, counting) for d, p, seed in points]
+    assert len(calls) - lockstep > lockstep  # one by one needs more calls
+    for a, b in zip(together, alone, strict=True):
+        xr.testing.assert_identical(a, b)

@@ -213,3 +213,24 @@ def test_failed_batches_are_error_lines_with_how_to_go_on(capsys):
     assert "error: batch g000-0002-x (2 runs): DataError: data.path: c.npz is corrupt" in text
     assert "error: batch g001-0000-y (2 runs): ZeroDivisionError: boom" in text
     assert text.count("Traceback") == 1 and "2 of 4 batches are kept" in text
+
+
+def test_workers_run_without_the_nannys_malloc_trim(monkeypatch):
+    """A local cluster spawns its workers without MALLOC_TRIM_THRESHOLD_ (which makes XLA:CPU
+    about 3x slower there); a worker started with it gets glibc's thresholds set back."""
+    import os
+    import sys
+
+    from shallowflow.dask_worker import TRIM_VARIABLE, restore_malloc
+    from shallowflow.executors import DaskExecutor
+
+    ex = DaskExecutor(workers=1)
+    try:
+        seen = ex.client().run(lambda: os.environ.get(TRIM_VARIABLE))
+        assert list(seen.values()) == [None]
+    finally:
+        ex.close()
+    monkeypatch.delenv(TRIM_VARIABLE, raising=False)
+    assert restore_malloc() is False
+    monkeypatch.setenv(TRIM_VARIABLE, "65536")
+    assert restore_malloc() is sys.platform.startswith("linux")

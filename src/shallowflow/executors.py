@@ -160,10 +160,17 @@ class DaskExecutor:
         except ImportError as err:  # pragma: no cover
             raise ValueError("executor: 'dask' needs `pip install shallowflow[dask]`") from err
         if self.address is None:
+            import dask
+
+            from shallowflow.dask_worker import TRIM_VARIABLE
+
             workers = self.workers or len(available_cores())
-            self._cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                         host="127.0.0.1",  # loopback only, also its
-                                         dashboard_address="127.0.0.1:0")  # HTTP server
+            # workers spawned without the nanny's malloc trim setting (3x slower XLA with it:
+            # shallowflow.dask_worker.restore_malloc); kept by the nanny for restarts
+            with dask.config.set({f"distributed.nanny.pre-spawn-environ.{TRIM_VARIABLE}": None}):
+                self._cluster = LocalCluster(n_workers=workers, threads_per_worker=1,
+                                             processes=True, host="127.0.0.1",  # loopback only,
+                                             dashboard_address="127.0.0.1:0")  # also its HTTP
             self._client = Client(self._cluster)
             self._client.register_plugin(WorkerSetup(core_groups(workers)))
         else:

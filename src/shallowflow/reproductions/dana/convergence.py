@@ -23,6 +23,7 @@ exactly, with :func:`grid_part`.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
@@ -83,19 +84,46 @@ def point_summary(exp: Experiment, ds: xr.Dataset) -> xr.Dataset:
     )
 
 
+@dataclass(frozen=True)
+class GridRequest:
+    """One convergence grid to run: the protocol at every n of ``ns`` (seed + 1000 k at the
+    k-th n) for dimension ``d``, width ``p`` (None: the paper's default) and first layer."""
+
+    ns: Sequence[int]
+    d: int
+    p: int | None
+    runs: int
+    seed: int
+    first_layer: str = "gaussian"
+
+    def experiments(self) -> list[Experiment]:
+        return [convergence_experiment(int(n), self.d, self.p, self.runs, self.seed + 1000 * k,
+                                       self.first_layer) for k, n in enumerate(self.ns)]
+
+
+def convergence_grids(requests: Sequence[GridRequest], train: Train) -> list[xr.Dataset]:
+    """Every requested grid from one training call (so an executor runs their batches side by
+    side; one batch per n and grid: the experiments differ in n or d), each with dimensions
+    (n, run) and the width p on n."""
+    exps = [req.experiments() for req in requests]
+    total = sum(len(e) for e in exps)
+    dims = sorted({req.d for req in requests})
+    trained = iter(train([e for group in exps for e in group], keep_data=True,
+                         label=f"d = {', '.join(map(str, dims))}: {total} grid point(s)"))
+    grids = []
+    for req, group in zip(requests, exps, strict=True):
+        parts = [point_summary(exp, next(trained)).expand_dims(n=[exp.data.n])
+                 .assign_coords(p=("n", [exp.model.width])) for exp in group]
+        out = xr.concat(parts, dim="n", combine_attrs="drop")
+        out.attrs.update({"d": req.d, "first_layer": req.first_layer})
+        grids.append(out)
+    return grids
+
+
 def convergence_grid(ns: Sequence[int], d: int, p: int | None, runs: int, seed: int,
                      train: Train, first_layer: str = "gaussian") -> xr.Dataset:
-    """Run the protocol at every n (seed + 1000 k at the k-th n; one batch per n: the
-    experiments differ in n); result with dimensions (n, run) and the width p on n."""
-    exps = [convergence_experiment(int(n), d, p, runs, seed + 1000 * k, first_layer)
-            for k, n in enumerate(ns)]
-    trained = train(exps, label=f"d = {d}, {len(exps)} n ({runs} runs each)", keep_data=True)
-    parts = [point_summary(exp, ds).expand_dims(n=[exp.data.n])
-             .assign_coords(p=("n", [exp.model.width])) for exp, ds in zip(exps, trained,
-                                                                           strict=True)]
-    out = xr.concat(parts, dim="n", combine_attrs="drop")
-    out.attrs.update({"d": d, "first_layer": first_layer})
-    return out
+    """One grid (:func:`convergence_grids`): the protocol at every n, seed + 1000 k at the k-th."""
+    return convergence_grids([GridRequest(ns, d, p, runs, seed, first_layer)], train)[0]
 
 
 def summarise(grid: xr.Dataset, rule: str = "text") -> xr.Dataset:

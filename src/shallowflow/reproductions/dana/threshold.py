@@ -17,7 +17,7 @@ verdict rule, ``draw`` and ``protocol`` show the thresholds and the fits.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -29,7 +29,8 @@ from shallowflow.fits import LawFit, ThresholdFit, logistic_threshold, scaling_f
 from shallowflow.reproductions.base import Figure, Section
 from shallowflow.reproductions.claims import Claim
 from shallowflow.reproductions.dana.convergence import (
-    convergence_grid,
+    GridRequest,
+    convergence_grids,
     grid_part,
     stack_grids,
     summarise,
@@ -55,22 +56,43 @@ def find_threshold(d: int, p: int, runs: int, coarse_runs: int, span: float, ste
                    seed: int, train: Train, n_start: int | None = None,
                    growth: float = 1.5) -> xr.Dataset:
     """Bracket N(d, p) and return the convergence grid around it (module docstring)."""
-    n = max(4, n_start or 4 * d)  # below ~4d the budget t_inf (which grows with n) is tiny
-    coarse: list[tuple[int, float]] = []
+    return find_thresholds([(d, p, seed)], runs, coarse_runs, span, step, train, n_start,
+                           growth)[0]
+
+
+def find_thresholds(points: Sequence[tuple[int, int, int]], runs: int, coarse_runs: int,
+                    span: float, step: float, train: Train, n_start: int | None = None,
+                    growth: float = 1.5) -> list[xr.Dataset]:
+    """:func:`find_threshold` at every ``(d, p, seed)`` of ``points``, in lockstep: each round of
+    the coarse search trains the next n of every unfinished point in one call, and the final
+    grids are trained in one call, so an executor runs the points side by side. Each point's
+    runs, seeds and decisions are those of its own :func:`find_threshold`."""
+    n = [max(4, n_start or 4 * d) for d, _, _ in points]  # below ~4d the budget t_inf is tiny
+    coarse: list[list[tuple[int, float]]] = [[] for _ in points]
+    searching = list(range(len(points)))
     for k in range(40):
-        g = convergence_grid([n], d, p, coarse_runs, seed + 100_000 + k, train)
-        prob = float(summarise(g).probability.values[0])
-        coarse.append((n, prob))
-        if prob < 0.5:
+        if not searching:
             break
-        n = int(np.ceil(n * growth))
-    above = [m for m, q in coarse if q >= 0.5]
-    low = above[-1] if above else max(2, int(n / growth))
-    centre = 0.5 * (low + n)
-    stride = max(1, round(step * d))
-    lo = max(2, round(centre - span * d), round(centre / 2))  # small n: t_inf is tiny there
-    ns = np.arange(lo, round(centre + span * d) + 1, stride)
-    return convergence_grid(ns, d, p, runs, seed, train)
+        grids = convergence_grids([GridRequest([n[i]], points[i][0], points[i][1], coarse_runs,
+                                               points[i][2] + 100_000 + k) for i in searching],
+                                  train)
+        for i, g in zip(list(searching), grids, strict=True):
+            prob = float(summarise(g).probability.values[0])
+            coarse[i].append((n[i], prob))
+            if prob < 0.5:
+                searching.remove(i)
+            else:
+                n[i] = int(np.ceil(n[i] * growth))
+    requests = []
+    for i, (d, p, seed) in enumerate(points):
+        above = [m for m, q in coarse[i] if q >= 0.5]
+        low = above[-1] if above else max(2, int(n[i] / growth))
+        centre = 0.5 * (low + n[i])
+        stride = max(1, round(step * d))
+        lo = max(2, round(centre - span * d), round(centre / 2))  # small n: t_inf is tiny there
+        requests.append(GridRequest(np.arange(lo, round(centre + span * d) + 1, stride), d, p,
+                                    runs, seed))
+    return convergence_grids(requests, train)
 
 
 def grid_threshold(grid: xr.Dataset, rule: str = "text") -> ThresholdFit | None:
@@ -239,13 +261,13 @@ class ThresholdScan:
         return "p" if self.axis == "d" else "d"
 
     def simulate(self, P: Any, train: Train) -> xr.Dataset:
-        """:func:`find_threshold` at every value of the axis (seed + 10000 k at the k-th)."""
+        """:func:`find_thresholds` at every value of the axis (seed + 10000 k at the k-th)."""
         values = [int(v) for v in getattr(P, f"{self.axis}_values")]
-        grids = []
+        points = []
         for k, v in enumerate(values):
             dp = {self.other: getattr(P, self.other), self.axis: v}
-            grids.append(find_threshold(dp["d"], dp["p"], P.runs, P.coarse_runs, P.span, P.step,
-                                        P.seed + 10_000 * k, train))
+            points.append((dp["d"], dp["p"], P.seed + 10_000 * k))
+        grids = find_thresholds(points, P.runs, P.coarse_runs, P.span, P.step, train)
         return stack_grids(grids, values).assign_attrs(axis=self.axis)
 
     def judge(self, ds: xr.Dataset, P: Any) -> list[Claim]:
