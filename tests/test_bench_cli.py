@@ -103,8 +103,12 @@ def test_executors_bench_runs_and_tabulates(tmp_path: Path) -> None:
     pytest.importorskip("dask.distributed")
     from shallowflow.benchmarks import executors
 
-    r = executors.bench(networks=16, steps=5, max_batch=4)
-    assert r["equal_results"] is True
+    r = executors.bench(networks=16, steps=5, max_batch=4, fig4=0, overhead_batches=3)
+    assert r["sweep"]["equal_results"] is True
     for key in ("local", "dask_1", "dask_2"):
-        assert r[key]["networks"] == 16 and r[key]["resume_s"] >= 0
-    assert "2 workers" in executors.table(r)
+        assert r["sweep"][key]["networks"] == 16 and r["sweep"][key]["resume_s"] >= 0
+    assert r["overhead"]["batches"] == 2
+    text = executors.table(r)
+    assert "2 workers" in text and "ms per batch" in text
+    with pytest.raises(ValueError, match="--only"):
+        executors.bench(only="ray")

@@ -217,20 +217,48 @@ def test_failed_batches_are_error_lines_with_how_to_go_on(capsys):
 
 def test_workers_run_without_the_nannys_malloc_trim(monkeypatch):
     """A local cluster spawns its workers without MALLOC_TRIM_THRESHOLD_ (which makes XLA:CPU
-    about 3x slower there); a worker started with it gets glibc's thresholds set back."""
+    about 3x slower there) and with the variables that give each its GPU (here two workers
+    share one: no pre-allocation); a worker started with the trim setting gets glibc's
+    thresholds set back."""
     import os
     import sys
 
     from shallowflow.dask_worker import TRIM_VARIABLE, restore_malloc
     from shallowflow.executors import DaskExecutor
 
-    ex = DaskExecutor(workers=1)
+    ex = DaskExecutor(workers=2, gpus=["7"])  # two workers sharing one (named) GPU
     try:
-        seen = ex.client().run(lambda: os.environ.get(TRIM_VARIABLE))
-        assert list(seen.values()) == [None]
+        seen = ex.client().run(lambda: [os.environ.get(k) for k in (
+            TRIM_VARIABLE, "CUDA_VISIBLE_DEVICES", "XLA_PYTHON_CLIENT_PREALLOCATE")])
+        assert list(seen.values()) == [[None, "7", "false"]] * 2
     finally:
         ex.close()
     monkeypatch.delenv(TRIM_VARIABLE, raising=False)
     assert restore_malloc() is False
     monkeypatch.setenv(TRIM_VARIABLE, "65536")
     assert restore_malloc() is sys.platform.startswith("linux")
+
+
+def test_gpus_are_found_without_jax_and_shared_fairly(monkeypatch, tmp_path):
+    """GPUs come from CUDA_VISIBLE_DEVICES, else from `nvidia-smi -L` (a stand-in script here),
+    else none; each worker gets one, round-robin, and shared devices are not pre-allocated."""
+    from shallowflow.executors import visible_gpus, worker_environments
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2, 5")
+    assert visible_gpus() == ["2", "5"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")
+    assert visible_gpus() == []
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\necho 'GPU 0: H100 (UUID: a)'\necho 'GPU 1: H100 (UUID: b)'\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert visible_gpus() == ["0", "1"]
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
+    assert visible_gpus() == []
+    assert worker_environments(2, []) == [{}, {}]
+    assert worker_environments(2, ["0", "1"]) == [{"CUDA_VISIBLE_DEVICES": "0"},
+                                                  {"CUDA_VISIBLE_DEVICES": "1"}]
+    three = worker_environments(3, ["0", "1"])
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in three] == ["0", "1", "0"]
+    assert all(e["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false" for e in three)

@@ -9,7 +9,6 @@ from typing import Any
 
 from distributed import WorkerPlugin
 
-
 TRIM_VARIABLE = "MALLOC_TRIM_THRESHOLD_"
 """Set by Dask's nanny in every worker it spawns (``distributed.nanny.pre-spawn-environ``)."""
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc mallopt parameters
@@ -37,7 +36,9 @@ def restore_malloc() -> bool:
 
 class WorkerSetup(WorkerPlugin):
     """Run in each Dask worker process when it starts (and again when a killed worker is
-    restarted), before any task: pin the process to its core group ``groups[name % len(groups)]``
+    restarted), before any task: set its variables ``environments[name % len(environments)]``
+    (its GPU: :func:`shallowflow.executors.worker_environments`), pin the process to its core
+    group ``groups[name % len(groups)]``
     (local clusters, whose workers are named 0, 1, ...; XLA sizes its thread pool by the cores
     the process may use, so processes x threads = cores) and keep compiled programs in the
     persistent cache the machine's workers share; undo the nanny's malloc setting
@@ -46,14 +47,18 @@ class WorkerSetup(WorkerPlugin):
 
     name = "shallowflow-setup"
 
-    def __init__(self, groups: list[list[int]] | None) -> None:
+    def __init__(self, groups: list[list[int]] | None,
+                 environments: list[dict[str, str]] | None = None) -> None:
         self.groups = groups
+        self.environments = environments
 
     def setup(self, worker: Any) -> None:
         from shallowflow import compile_cache
 
+        index = int(worker.name) if str(worker.name).isdigit() else 0
+        if self.environments:  # before JAX starts its backend here (at the first task)
+            os.environ.update(self.environments[index % len(self.environments)])
         if self.groups and hasattr(os, "sched_setaffinity"):
-            index = int(worker.name) if str(worker.name).isdigit() else 0
             os.sched_setaffinity(0, self.groups[index % len(self.groups)])
         restore_malloc()
         compile_cache.enable()

@@ -15,7 +15,9 @@ one).
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
+import subprocess
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -113,10 +115,47 @@ def core_groups(workers: int, cores: Sequence[int] | None = None) -> list[list[i
     return groups
 
 
+def jax_has_cuda() -> bool:
+    """Whether JAX's CUDA plugin is installed (``pip install jax[cuda12]``), found without
+    starting JAX."""
+    return any(d.metadata["Name"].lower().replace("_", "-").startswith("jax-cuda")
+               for d in importlib.metadata.distributions())
+
+
+def visible_gpus() -> list[str]:
+    """The NVIDIA GPUs local workers may be given, found without starting JAX in this process:
+    the entries of ``CUDA_VISIBLE_DEVICES`` when it is set, else one index per ``GPU`` line of
+    ``nvidia-smi -L`` (none where that program is missing or fails)."""
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if listed is not None:
+        return [g.strip() for g in listed.split(",") if g.strip() and g.strip() != "-1"]
+    try:
+        text = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10,
+                              check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [str(k) for k, _ in enumerate(ln for ln in text.splitlines() if ln.startswith("GPU"))]
+
+
+def worker_environments(workers: int, gpus: Sequence[str]) -> list[dict[str, str]]:
+    """The variables each local worker sets before JAX starts in it: with GPUs, worker k sees one
+    device, ``gpus[k % len(gpus)]``, and where workers share a device none pre-allocates most of
+    its memory (``XLA_PYTHON_CLIENT_PREALLOCATE=false``); without GPUs, nothing."""
+    if not gpus:
+        return [{} for _ in range(workers)]
+    shared = workers > len(gpus)
+    return [{"CUDA_VISIBLE_DEVICES": gpus[k % len(gpus)],
+             **({"XLA_PYTHON_CLIENT_PREALLOCATE": "false"} if shared else {})}
+            for k in range(workers)]
+
+
 class DaskExecutor:
     """Batches run on a dask.distributed cluster at ``address``, or on a local cluster of
-    ``workers`` processes (default: one per core) bound to loopback, each pinned to its own core
-    group (:class:`shallowflow.dask_worker.WorkerSetup`); results come back as batches finish.
+    ``workers`` processes bound to loopback, each pinned to its own core group and, on a machine
+    with GPUs (``gpus``, default :func:`visible_gpus`), given its own device
+    (:func:`worker_environments`, :class:`shallowflow.dask_worker.WorkerSetup`; found when JAX's
+    CUDA plugin is installed); by default one worker per GPU, else one per core. Results come
+    back as batches finish.
     The cluster is started on first use and kept until :meth:`close` (a reproduction trains
     several times)."""
 
@@ -124,9 +163,11 @@ class DaskExecutor:
 
     connect_timeout = 10.0  # seconds a scheduler has to answer :meth:`check`
 
-    def __init__(self, address: str | None = None, workers: int | None = None) -> None:
+    def __init__(self, address: str | None = None, workers: int | None = None,
+                 gpus: Sequence[str] | None = None) -> None:
         self.address = address
         self.workers = workers
+        self.gpus = gpus
         self._client: Any = None
         self._cluster: Any = None
 
@@ -164,7 +205,11 @@ class DaskExecutor:
 
             from shallowflow.dask_worker import TRIM_VARIABLE
 
-            workers = self.workers or len(available_cores())
+            if self.gpus is not None:
+                gpus = list(self.gpus)
+            else:
+                gpus = visible_gpus() if jax_has_cuda() else []
+            workers = self.workers or len(gpus) or len(available_cores())
             # workers spawned without the nanny's malloc trim setting (3x slower XLA with it:
             # shallowflow.dask_worker.restore_malloc); kept by the nanny for restarts
             with dask.config.set({f"distributed.nanny.pre-spawn-environ.{TRIM_VARIABLE}": None}):
@@ -172,7 +217,8 @@ class DaskExecutor:
                                              processes=True, host="127.0.0.1",  # loopback only,
                                              dashboard_address="127.0.0.1:0")  # also its HTTP
             self._client = Client(self._cluster)
-            self._client.register_plugin(WorkerSetup(core_groups(workers)))
+            self._client.register_plugin(WorkerSetup(core_groups(workers),
+                                                     worker_environments(workers, gpus)))
         else:
             self._client = Client(self.address)
             self._client.register_plugin(WorkerSetup(None))

@@ -1,21 +1,30 @@
-"""Many small networks through the executors: a sweep of ``networks`` networks (n = 64, d = 16,
-p = 16, GD, ``steps`` steps, several widths so that there are many batches) run in-process, on a
-local Dask cluster of 1 worker and of 2 workers (each pinned to its own core).
+"""Many small networks through the executors, and a reproduction spread over Dask workers.
 
-Reported per executor: wall time of ``run_sweep`` (a fresh output folder; compilation included),
-networks per second, the driver's peak resident memory growth, the output size, and the time of a
-``--resume`` that finds every batch done. The speed-up of 2 workers over 1 is the scaling on this
-machine (goal >= 1.8x on 2 cores: each worker's batches run on one core). Results are checked
-equal across executors.
+1. A sweep of ``networks`` networks (n = 64, d = 16, p = 14..17, GD, ``steps`` steps, several
+   widths so that there are many batches) run in-process, on a local Dask cluster of 1 worker
+   pinned to one core (``dask_1``) and of 2 workers each pinned to its own core (``dask_2``);
+   ``only`` picks some of them (the 10^5-network run uses ``--only dask_2``). Reported per
+   executor: wall time of ``run_sweep`` (a fresh output folder; cluster start and compilation
+   included), networks per second, the driver's peak resident memory growth, the output size,
+   and the time of a ``--resume`` that finds every batch done. Results are checked equal across
+   executors.
+2. ``fig4 = 1``: the dana-fig4 quick preset (``run_reproduction``, judging and figures included)
+   on a started cluster of 1 worker pinned to one core and of 2 workers: the speed-up is the
+   scaling on this machine (goal >= 1.8x on 2 cores for work that is not multi-threaded).
+3. The executor overhead per batch: ``overhead_batches`` one-step batches of one tiny network
+   through a started 1-worker cluster against in-process, (Dask - in-process) / batches.
 
     shallowflow bench executors      or      python -m shallowflow.benchmarks.executors
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import resource
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +38,7 @@ from shallowflow.benchmarks.common import (
 )
 
 NETWORKS, STEPS, WIDTHS, MAX_BATCH = 100_000, 2_000, (14, 15, 16, 17), 2_500
-QUICK = {"networks": 400, "steps": 200, "max_batch": 50}
+QUICK = {"networks": 400, "steps": 200, "max_batch": 50, "fig4": 0, "overhead_batches": 11}
 """Keyword arguments of :func:`bench` for a quick run (seconds; not comparable numbers)."""
 GOAL_SCALING = 1.8
 
@@ -56,6 +65,23 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+@contextlib.contextmanager
+def _one_core() -> Iterator[None]:
+    """This process (and the workers it spawns meanwhile) on its first core only."""
+    from shallowflow.executors import available_cores
+
+    cores = available_cores()
+    setter = getattr(os, "sched_setaffinity", None)
+    if setter is None:  # pragma: no cover (macOS): workers share every core
+        yield
+        return
+    setter(0, cores[:1])
+    try:
+        yield
+    finally:
+        setter(0, cores)
+
+
 def _one(spec: dict[str, Any], folder: Path, executor: str, workers: int | None) -> dict[str, Any]:
     from shallowflow.sweep import run_sweep, sweep_from_mapping
 
@@ -73,31 +99,120 @@ def _one(spec: dict[str, Any], folder: Path, executor: str, workers: int | None)
             if "loss_final" in table else None}
 
 
-def bench(networks: int = NETWORKS, steps: int = STEPS, max_batch: int = MAX_BATCH
+EXECUTORS = {"local": ("local", None), "dask_1": ("dask", 1), "dask_2": ("dask", 2)}
+LABELS = {"local": "in-process", "dask_1": "Dask, 1 worker (1 core)",
+          "dask_2": "Dask, 2 workers (1 core each)"}
+
+
+def _sweeps(spec: dict[str, Any], tmp: Path, keys: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in keys:
+        executor, workers = EXECUTORS[key]
+        with _one_core() if key == "dask_1" else contextlib.nullcontext():
+            out[key] = _one(spec, tmp / key, executor, workers)
+    losses = [out[k].pop("final_loss") for k in keys]
+    out["equal_results"] = all(np.array_equal(losses[0], x) for x in losses[1:])
+    return out
+
+
+def _started(workers: int) -> tuple[Any, float]:
+    """A local Dask cluster of ``workers`` processes, started and answering; and its start
+    time in seconds."""
+    from shallowflow.executors import DaskExecutor
+
+    t0 = time.perf_counter()
+    ex = DaskExecutor(workers=workers)
+    ex.client().run(lambda: None)
+    return ex, time.perf_counter() - t0
+
+
+def fig4_scaling(tmp: Path) -> dict[str, Any]:
+    """dana-fig4 quick on a started cluster of 1 worker (one core) and of 2 workers."""
+    from shallowflow.reproductions import run_reproduction
+
+    out: dict[str, Any] = {}
+    claims = {}
+    for workers in (1, 2):
+        with _one_core() if workers == 1 else contextlib.nullcontext():
+            ex, start = _started(workers)
+        try:
+            t0 = time.perf_counter()
+            _, found = run_reproduction("dana-fig4", tmp / f"fig4-{workers}", "quick",
+                                        show_progress=False, executor=ex)
+            out[f"workers_{workers}"] = {"seconds": time.perf_counter() - t0,
+                                         "cluster_start_s": start}
+            claims[workers] = [(c.id, c.verdict, str(c.measured)) for c in found]
+        finally:
+            ex.close()
+    out["scaling"] = out["workers_1"]["seconds"] / out["workers_2"]["seconds"]
+    out["equal_claims"] = claims[1] == claims[2]
+    return out
+
+
+def batch_overhead(batches: int) -> dict[str, Any]:
+    """Seconds per batch that a started 1-worker Dask cluster adds to in-process execution:
+    ``batches`` batches of one tiny network (n = 8, d = 4, p = 4, one GD step) each written to a
+    file, as a sweep does."""
+    import functools
+
+    from shallowflow import training
+    from shallowflow.executors import LocalExecutor
+    from shallowflow.sweep import plan, sweep_from_mapping, write_batch
+
+    spec = {"name": "tiny", "max_batch": 1,
+            "base": {"runs": batches, "data": {"kind": "sphere", "n": 8, "d": 4},
+                     "model": {"width": 4}, "init": {"scheme": "dpb"},
+                     "train": {"lr": 0.1, "steps": 1}, "record": {"points": 2,
+                                                                  "probes": ["loss"]}}}
+    work = plan(sweep_from_mapping(spec))
+    seconds = {}
+    with tempfile.TemporaryDirectory(prefix="shallowflow-overhead-") as tmp:
+        for key in ("local", "dask"):
+            folder = Path(tmp) / key
+            (folder / "batches").mkdir(parents=True)
+            ex, _ = _started(1) if key == "dask" else (LocalExecutor(), 0.0)
+            task = functools.partial(write_batch, folder)
+            list(training.execute(task, work[:1], show_progress=False, executor=ex))  # compile
+            t0 = time.perf_counter()
+            list(training.execute(task, work[1:], show_progress=False, executor=ex))
+            seconds[key] = time.perf_counter() - t0
+            ex.close()
+    per = (seconds["dask"] - seconds["local"]) / (batches - 1)
+    return {"batches": batches - 1, "local_s": seconds["local"], "dask_s": seconds["dask"],
+            "overhead_per_batch_s": per}
+
+
+def bench(networks: int = NETWORKS, steps: int = STEPS, max_batch: int = MAX_BATCH,
+          only: str = ",".join(EXECUTORS), fig4: int = 1, overhead_batches: int = 41,
           ) -> dict[str, Any]:
-    """The sweep in-process, on 1 Dask worker and on 2 (see the module docstring)."""
+    """The sweep on the executors ``only`` (comma-separated keys of :data:`EXECUTORS`), the
+    dana-fig4 scaling (``fig4`` = 1) and the per-batch overhead (module docstring)."""
+    keys = [k.strip() for k in only.split(",") if k.strip()]
+    unknown = sorted(set(keys) - set(EXECUTORS))
+    if unknown or not keys:
+        raise ValueError(f"--only: executors among {', '.join(EXECUTORS)}, got {only!r}")
     spec = sweep_spec(networks, steps, max_batch)
     out: dict[str, Any] = {"name": "executors",
                            "config": {"networks": networks, "steps": steps, "max_batch": max_batch,
                                       "widths": list(WIDTHS), "n": 64, "d": 16,
-                                      "dtype": "float64"}}
+                                      "dtype": "float64", "executors": keys}}
     with tempfile.TemporaryDirectory(prefix="shallowflow-executors-") as tmp, \
             ForeignLoad() as load:
-        for key, executor, workers in (("local", "local", None), ("dask_1", "dask", 1),
-                                       ("dask_2", "dask", 2)):
-            out[key] = _one(spec, Path(tmp) / key, executor, workers)
-    same = all(np.array_equal(out["local"]["final_loss"], out[k]["final_loss"])
-               for k in ("dask_1", "dask_2")) if out["local"]["final_loss"] is not None else None
-    for key in ("local", "dask_1", "dask_2"):
-        out[key].pop("final_loss")
-    out.update(scaling=out["dask_1"]["seconds"] / out["dask_2"]["seconds"], equal_results=same,
-               goal_scaling=GOAL_SCALING, foreign_load=load.value, machine=machine_info())
+        out["sweep"] = _sweeps(spec, Path(tmp), keys)
+        if fig4:
+            out["fig4"] = fig4_scaling(Path(tmp))
+        if overhead_batches > 1:
+            out["overhead"] = batch_overhead(overhead_batches)
+    if {"dask_1", "dask_2"} <= set(keys):
+        out["sweep"]["scaling"] = (out["sweep"]["dask_1"]["seconds"]
+                                   / out["sweep"]["dask_2"]["seconds"])
+    out.update(goal_scaling=GOAL_SCALING, foreign_load=load.value, machine=machine_info())
     return out
 
 
 def table(r: dict[str, Any]) -> str:
-    """The markdown table of :func:`bench`'s result."""
-    c = r["config"]
+    """The markdown tables of :func:`bench`'s result."""
+    c, sw = r["config"], r["sweep"]
     lines = [
         f"{c['networks']} networks (n = {c['n']}, d = {c['d']}, widths {c['widths']}), "
         f"{c['steps']} GD steps, batches of at most {c['max_batch']}, {c['dtype']}.",
@@ -106,22 +221,35 @@ def table(r: dict[str, Any]) -> str:
         "| output (MB) |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    for key, label in (("local", "in-process"), ("dask_1", "Dask, 1 worker"),
-                       ("dask_2", "Dask, 2 workers")):
-        e = r[key]
-        lines.append(f"| {label} | {e['seconds']:.1f} | {e['networks_per_s']:.0f} | "
+    for key in c["executors"]:
+        e = sw[key]
+        lines.append(f"| {LABELS[key]} | {e['seconds']:.1f} | {e['networks_per_s']:.0f} | "
                      f"{e['resume_s']:.2f} | {e['driver_peak_rss_growth_mb']:.0f} | "
                      f"{e['output_mb']:.1f} |")
-    met = "yes" if r["scaling"] >= r["goal_scaling"] else "no"
-    lines += ["", f"Scaling, 2 workers over 1: **{r['scaling']:.2f}x** (goal >= "
-              f"{r['goal_scaling']:g}x: {met}); final losses equal across executors: "
-              f"{r['equal_results']}."]
+    lines += ["", f"Final losses equal across executors: {sw['equal_results']}."]
+    if "scaling" in sw:
+        lines.append(f"Sweep scaling, 2 workers over 1: {sw['scaling']:.2f}x.")
+    if "fig4" in r:
+        f = r["fig4"]
+        met = "yes" if f["scaling"] >= r["goal_scaling"] else "no"
+        lines += ["", "dana-fig4 quick preset (training, judging, figures) on a started cluster:",
+                  "", "| workers | reproduction (s) | cluster start (s) |", "|---|---:|---:|"]
+        lines += [f"| {w} | {f[f'workers_{w}']['seconds']:.1f} | "
+                  f"{f[f'workers_{w}']['cluster_start_s']:.1f} |" for w in (1, 2)]
+        lines += ["", f"Scaling, 2 workers over 1: **{f['scaling']:.2f}x** (goal >= "
+                  f"{r['goal_scaling']:g}x: {met}); same claims: {f['equal_claims']}."]
+    if "overhead" in r:
+        o = r["overhead"]
+        lines += ["", f"Executor overhead: {o['overhead_per_batch_s'] * 1e3:.0f} ms per batch "
+                  f"({o['batches']} one-step batches: Dask {o['dask_s']:.2f} s, in-process "
+                  f"{o['local_s']:.2f} s)."]
     return with_foreign_load(lines, r["foreign_load"])
 
 
 def main(argv: list[str] | None = None, out: Path | None = None) -> dict[str, Any]:
     """Run alone: print the table, write the raw numbers to ``--out``/executors.json."""
-    options = {"networks": NETWORKS, "steps": STEPS, "max_batch": MAX_BATCH}
+    options = {"networks": NETWORKS, "steps": STEPS, "max_batch": MAX_BATCH,
+               "only": ",".join(EXECUTORS), "fig4": 1, "overhead_batches": 41}
     return run_with_options("executors", __doc__, bench, table, options, argv, out)
 
 
