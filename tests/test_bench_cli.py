@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from shallowflow.benchmarks import throughput, tiny
@@ -46,6 +47,27 @@ def test_throughput_table_has_the_ratio_to_numpy() -> None:
     header = next(line for line in md.splitlines() if line.startswith("| dtype"))
     assert "| ratio |" in header
     assert "| float64 | 20.00 ms | 30.0 | 40.0 (40.0 / 40.0) | 75 % | >= 60 % | yes |" in md
+
+
+def test_throughput_table_against_the_large_gemm_and_pytorch_per_core() -> None:
+    """Ratios to the machine's large-GEMM rate and, per core, to the PyTorch loop: 30 GFLOP/s
+    on 2 cores against 50 (60 %) and 15 per core against 10 (1.5x)."""
+    engine = {"seconds_per_step": 0.02, "gflops": 30.0, "numpy_roofline": _roofline(40.0),
+              "fraction_of_roofline": 0.75, "large_gemm_gflops": 50.0,
+              "fraction_of_large_gemm": 0.6, "torch_loop_gflops_per_core": 10.0}
+    result = {"config": {"runs": 64, "n": 1000, "d": 100, "p": 40, "steps": 300},
+              "results": {"float64": engine}, "goal_fraction": 0.6, "goal_large_gemm": 0.85,
+              "cores": 2, "foreign_load": 0.0}
+    assert "| float64 | 50.0 | 60 % | >= 85 % | no | 15.0 | 10.0 | 1.50x |" in \
+        throughput.table(result)
+
+
+def test_large_gemm_and_pytorch_loop_rates_are_measured() -> None:
+    from shallowflow.benchmarks.common import large_gemm_rate, torch_loop_rate
+
+    assert large_gemm_rate(np.float64, size=64, repeats=1) > 0
+    rate = torch_loop_rate(16, 4, 3, "float64", steps=3)
+    assert rate is None or rate > 0
 
 
 def test_tiny_table_speedup_against_pytorch_or_a_note() -> None:
@@ -112,3 +134,19 @@ def test_executors_bench_runs_and_tabulates(tmp_path: Path) -> None:
     assert "2 workers" in text and "ms per batch" in text
     with pytest.raises(ValueError, match="--only"):
         executors.bench(only="ray")
+
+
+def test_dana_fig3_table_against_the_large_gemm_and_pytorch_per_core() -> None:
+    """20 useful GFLOP/s on 2 cores: 40 % of a 50 GFLOP/s large GEMM; 10 per core against a
+    PyTorch loop's 8: 1.25x."""
+    from shallowflow.benchmarks import dana_fig3
+
+    row = {"n": 100, "p": 10, "converged": 1.0, "mean_steps": 5, "budget": 10, "wall_s": 1.0}
+    r = {"ns": [100], "runs": 4, "rebatch": {"rows": [row], "wall_s": 1.0, "gflops": 20.0},
+         "no_rebatch": {"rows": [row], "wall_s": 1.0, "gflops": 20.0}, "saving": 1.0,
+         "roofline_gflops": 25.0, "roofline_shape": [4, 100, 100, 10],
+         "large_gemm_gflops": 50.0, "torch_loop_gflops_per_core": 8.0, "cores": 2,
+         "foreign_cpu_s": 0.0}
+    text = dana_fig3.table(r)
+    assert "80% of the roofline" in text and "GFLOP/s): 40% (goal 85%)" in text
+    assert "Per core 10.0 GFLOP/s, against 8.0" in text and "1.25x" in text

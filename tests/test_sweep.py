@@ -55,6 +55,46 @@ def test_resume_gives_exactly_the_uninterrupted_results(tmp_path):
     assert not list((tmp_path / "cut").rglob(".*tmp*"))  # nothing half-written
 
 
+def test_summary_reuses_its_rows_and_reads_only_new_batch_files(tmp_path, monkeypatch):
+    """A resume that finds everything done reads no batch file (the summary's rows are reused);
+    a batch whose file is gone loses its rows; a batch written again after the summary is read
+    again. The table always equals one built from every file (an independent rebuild: the
+    summary deleted first)."""
+    from shallowflow import sweep as sweep_module
+
+    sw = sweep_from_mapping(SWEEP)
+    out = tmp_path / "s"
+    full = run_sweep(sw, out, show_progress=False)
+    rebuilt = _rebuilt(out, monkeypatch)
+    pd.testing.assert_frame_equal(full, rebuilt)
+    read = []
+    real = sweep_module._summary_part
+    monkeypatch.setattr(sweep_module, "_summary_part", lambda path: read.append(path.stem)
+                        or real(path))
+    pd.testing.assert_frame_equal(run_sweep(sw, out, resume=True, show_progress=False), full)
+    assert read == []
+    batches = sorted((out / "batches").glob("*.nc"))
+    gone = batches[1].stem
+    batches[1].unlink()
+    fewer = sweep_module.summarise(out)
+    assert read == [] and gone not in set(fewer["batch"])
+    pd.testing.assert_frame_equal(fewer, full[full["batch"] != gone].reset_index(drop=True))
+    again = run_sweep(sw, out, resume=True, show_progress=False)
+    assert read == [gone]
+    pd.testing.assert_frame_equal(again, full)
+
+
+def _rebuilt(out, monkeypatch):
+    """The summary of ``out`` built from every batch file (no summary to reuse)."""
+    from shallowflow import sweep as sweep_module
+
+    keep = (out / "summary.parquet").read_bytes()
+    (out / "summary.parquet").unlink()
+    table = sweep_module.summarise(out)
+    (out / "summary.parquet").write_bytes(keep)
+    return table
+
+
 def test_resume_refuses_a_changed_spec(tmp_path):
     run_sweep(sweep_from_mapping(SWEEP), tmp_path / "s", show_progress=False)
     changed = dict(SWEEP, grid={"model.width": [3, 7]})

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import h5py
 import numpy as np
 import pandas as pd
 import xarray as xr
@@ -46,6 +47,7 @@ from shallowflow.executors import StepCallback, make_executor
 from shallowflow.experiment import RunRef
 from shallowflow.preflight import check_memory, estimate
 from shallowflow.stationary import end_table
+from shallowflow.stationary.verdict import TABLE_FIELDS
 from shallowflow.store import (
     ENGINE,
     atomic_file,
@@ -209,8 +211,8 @@ def _check_resumable(out: Path, record: dict[str, Any]) -> None:
     for batch_id in current["batches"]:
         path = out / "batches" / f"{batch_id}.nc"
         if path.is_file():
-            try:
-                xr.open_dataset(path, engine=ENGINE).close()
+            try:  # HDF5 checks its superblock and end of file: truncation is caught, in 0.3 ms
+                h5py.File(path, "r").close()
             except Exception as err:  # any unreadable file is damaged
                 raise ConfigError(
                     f"{path}: batch file is damaged ({type(err).__name__}); delete it and run "
@@ -283,40 +285,87 @@ def run_sweep(sweep: Sweep, out: str | Path, resume: bool = False,
     return summarise(out)
 
 
-def load_batches(out: str | Path) -> list[xr.Dataset]:
-    """All finished batch Datasets of a sweep folder, in plan order."""
+def batch_files(out: str | Path) -> list[Path]:
+    """The finished batch files of a sweep folder, in plan order."""
     out = Path(out)
     ids = json.loads((out / "plan.json").read_text())["batches"]
-    return [read_netcdf(out / "batches" / f"{i}.nc") for i in ids
-            if (out / "batches" / f"{i}.nc").is_file()]
+    return [out / "batches" / f"{i}.nc" for i in ids if (out / "batches" / f"{i}.nc").is_file()]
+
+
+def load_batches(out: str | Path) -> list[xr.Dataset]:
+    """All finished batch Datasets of a sweep folder, in plan order (all in memory: for large
+    sweeps read :func:`batch_files` one at a time)."""
+    return [read_netcdf(path) for path in batch_files(out)]
+
+
+SUMMARY_VARIABLES = ("loss", "stopped", "stop_step", "diverged", "diverge_step", "run_index",
+                     "seed", "point", *TABLE_FIELDS)
+"""What :func:`summarise` reads of a batch file (not the parameters, most of its bytes)."""
+
+
+def _summary_part(path: Path) -> xr.Dataset:
+    with xr.open_dataset(path, engine=ENGINE) as full:
+        return full[[v for v in SUMMARY_VARIABLES if v in full.variables]].load()
+
+
+def _batch_rows(ds: xr.Dataset, values: dict[int, dict[str, Any]]) -> pd.DataFrame:
+    """The summary rows of one batch (see :func:`summarise`)."""
+    runs, loss = ds.sizes["run"], ds["loss"].values
+    point = ds["point"].values.astype(np.int64)
+    columns: dict[str, Any] = {"point": point}
+    for key in values[int(point[0])]:
+        columns[key] = [values[int(p)][key] for p in point]
+    columns.update({
+        "run_index": ds["run_index"].values.astype(np.int64),
+        "seed": ds["seed"].values.astype(np.int64),
+        "batch": [ds.attrs["batch"]] * runs,
+        "loss_init": loss[:, 0].astype(np.float64),
+        "loss_final": loss[:, -1].astype(np.float64),
+        "loss_min": np.fmin.reduce(loss, axis=1).astype(np.float64),  # NaN only if all are
+        "stopped": ds["stopped"].values.astype(bool),
+        "stop_step": ds["stop_step"].values.astype(np.int64),
+        "diverged": ds["diverged"].values.astype(bool),
+        "diverge_step": ds["diverge_step"].values.astype(np.int64),
+        "final_time": np.full(runs, float(ds["time"].values[-1])),
+    })
+    ends = end_table(ds).drop(columns="run").reset_index(drop=True)
+    return pd.concat([pd.DataFrame(columns), ends], axis=1)
+
+
+def _summarised(path: Path, files: list[Path]) -> pd.DataFrame | None:
+    """The rows of the existing summary ``path`` for the batches in ``files`` that it already
+    holds and that were not rewritten after it (None when there is no readable summary)."""
+    try:
+        old = pd.read_parquet(path)
+        stamp = path.stat().st_mtime_ns
+    except Exception:  # no summary, or an unreadable one: rebuilt from the batch files
+        return None
+    if "batch" not in old:
+        return None
+    fresh = {f.stem for f in files if f.stat().st_mtime_ns <= stamp}
+    return old[old["batch"].isin(fresh)]
 
 
 def summarise(out: str | Path) -> pd.DataFrame:
     """Rebuild ``summary.parquet``: one row per finished run, with its grid values, why it
     stopped (``stop_reason``, ``end_step``) and, with ``train.certify_end``, its end-state
-    verdict (``label``, ``grad_norm``, ``eig_min``, ...: :func:`shallowflow.stationary.end_table`)."""
+    verdict (``label``, ``grad_norm``, ``eig_min``, ...: :func:`shallowflow.stationary.end_table`).
+
+    The rows of a batch come from its file, read with only the variables the table needs (one
+    file at a time: the memory does not grow with the sweep), or from the summary being
+    replaced, for a batch it already holds whose file is not newer than it (a resume that finds
+    everything done reads no batch file). Rows of batches whose file is gone are dropped."""
     out = Path(out)
     record = json.loads((out / "plan.json").read_text())
     values = {p["id"]: p["values"] for p in record["points"]}
-    rows = []
-    for ds in load_batches(out):
-        loss = ds["loss"].values
-        ends = end_table(ds).drop(columns="run").to_dict("records")
-        for r in range(ds.sizes["run"]):
-            pid = int(ds["point"].values[r])
-            rows.append({
-                "point": pid, **{k: v for k, v in values[pid].items()},
-                "run_index": int(ds["run_index"].values[r]), "seed": int(ds["seed"].values[r]),
-                "batch": ds.attrs["batch"], "loss_init": float(loss[r, 0]),
-                "loss_final": float(loss[r, -1]), "loss_min": float(np.nanmin(loss[r])),
-                "stopped": bool(ds["stopped"].values[r]),
-                "stop_step": int(ds["stop_step"].values[r]),
-                "diverged": bool(ds["diverged"].values[r]),
-                "diverge_step": int(ds["diverge_step"].values[r]),
-                "final_time": float(ds["time"].values[-1]),
-                **ends[r],
-            })
-    table = pd.DataFrame(rows)
+    files = batch_files(out)
+    kept = _summarised(out / "summary.parquet", files)
+    done = set() if kept is None else set(kept["batch"])
+    parts = [] if kept is None or not len(kept) else [kept]
+    parts += [_batch_rows(_summary_part(f), values) for f in files if f.stem not in done]
+    if kept is not None and len(parts) > 1 and list(parts[0].columns) != list(parts[1].columns):
+        parts = [_batch_rows(_summary_part(f), values) for f in files]  # another layout: redo
+    table = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     if len(table):
         table = table.sort_values(["point", "run_index"]).reset_index(drop=True)
     with atomic_file(out / "summary.parquet") as tmp:

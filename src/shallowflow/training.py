@@ -64,15 +64,27 @@ def plan(refs: Sequence[RunRef], max_batch: int = 4096,
     if max_batch < 1:
         raise ValueError(f"max_batch: must be >= 1, got {max_batch}")
     tags = list(tags) if tags is not None else [None] * len(refs)
+    signatures: dict[int, str] = {}  # each experiment's signature and spec computed once:
+    dumps: dict[int, object] = {}  # its runs share them (10^5 runs of a sweep, a few specs)
+
+    def spec(e: Experiment) -> object:
+        if id(e) not in dumps:
+            dumps[id(e)] = e.model_dump(mode="json", context=DIGEST)
+        return dumps[id(e)]
+
     groups: dict[str, list[int]] = {}
     for i, ref in enumerate(refs):
-        groups.setdefault(static_signature(ref.experiment), []).append(i)
+        e = ref.experiment
+        if id(e) not in signatures:
+            signatures[id(e)] = static_signature(e)
+        groups.setdefault(signatures[id(e)], []).append(i)
+
     batches = []
     for g, members in enumerate(groups.values()):
         for start in range(0, len(members), max_batch):
             chunk = members[start : start + max_batch]
-            ident = json.dumps([(tags[i], refs[i].experiment.model_dump(mode="json", context=DIGEST),
-                                 refs[i].index) for i in chunk], sort_keys=True, default=str)
+            ident = json.dumps([(tags[i], spec(refs[i].experiment), refs[i].index)
+                                for i in chunk], sort_keys=True, default=str)
             digest = hashlib.sha1(ident.encode()).hexdigest()[:10]
             batches.append(Batch(f"g{g:03d}-{start // max_batch:04d}-{digest}",
                                  tuple(refs[i] for i in chunk), tuple(tags[i] for i in chunk)))

@@ -192,6 +192,61 @@ def matmul_roofline(
     }
 
 
+LARGE_GEMM = 2048  # the side of the square matmul that measures the machine's GEMM rate
+
+
+def large_gemm_rate(dtype: Any, size: int = LARGE_GEMM, repeats: int = 3) -> float:
+    """numpy's GFLOP/s on one large square matmul (``size`` x ``size``, 2 size^3 flops), best of
+    ``repeats`` after a warm-up: the machine's GEMM rate on all its cores, the roofline that
+    issue-14 ratios are taken against (the batched-small-shape rate of
+    :func:`matmul_roofline` is the other reference, labelled as such)."""
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((size, size)).astype(dtype)
+    B = rng.standard_normal((size, size)).astype(dtype)
+    seconds, _ = best_time(lambda: A @ B, repeats)
+    return 2.0 * size**3 / seconds / 1e9
+
+
+TORCH_LOOP = """
+import sys, time, torch
+torch.set_num_threads(1)
+n, d, p, steps, name = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+dt = getattr(torch, name)
+g = torch.Generator().manual_seed(0)
+X = torch.randn(n, d, generator=g, dtype=dt) / d ** 0.5
+y = torch.randn(n, generator=g, dtype=dt)
+W = (torch.randn(p, d, generator=g, dtype=dt) / d ** 0.5).requires_grad_()
+a = (torch.randn(p, generator=g, dtype=dt) / p).requires_grad_()
+opt = torch.optim.SGD([W, a], lr=1e-3)
+def step():
+    opt.zero_grad()
+    loss = 0.5 * ((torch.relu(X @ W.T) @ a - y) ** 2).mean()
+    loss.backward()
+    opt.step()
+for _ in range(10):
+    step()
+t = time.perf_counter()
+for _ in range(steps):
+    step()
+print((time.perf_counter() - t) / steps)
+"""
+
+
+def torch_loop_rate(n: int, d: int, p: int, dtype: str, steps: int = 200) -> float | None:
+    """GFLOP/s of the authors' kind of loop (one network, autograd, ``torch.optim.SGD``, one
+    thread, in its own process) on data (n, d) and width p, counting the same 4 n d p flops per
+    step as the engine's rates; None without torch."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("torch") is None:
+        return None
+    done = subprocess.run([sys.executable, "-c", TORCH_LOOP, str(n), str(d), str(p), str(steps),
+                           dtype], capture_output=True, text=True, check=True)
+    return 4.0 * n * d * p / float(done.stdout.split()[-1]) / 1e9
+
+
 def write_json(out: Path, name: str, payload: dict[str, Any]) -> Path:
     """Write ``payload`` to ``out/<name>.json`` (the folder is created if needed) and return the
     path."""

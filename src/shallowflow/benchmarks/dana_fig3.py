@@ -4,7 +4,9 @@ re-batching (runs that reached the loss threshold leave the compiled batch).
 
 Useful flops: 4 n d p per run and GD step actually needed (a run stops at L < 1/(2n) or at
 t_inf, docs/math.md §1.3), summed over runs; useful GFLOP/s = that / wall time, and its ratio to
-numpy's GFLOP/s on the per-run GEMM pair is the fraction of the roofline. Without re-batching a
+numpy's GFLOP/s on the per-run GEMM pair is the fraction of the (batched-small) roofline; beside
+it, the fraction of the machine's large-GEMM rate and, per core, the authors' kind of PyTorch
+loop (one network at the middle n, one thread), measured in the same run. Without re-batching a
 stopped run is still computed (frozen) until every run of its batch has stopped. Each mode runs in
 a fresh process, so both include their compilations (re-batching compiles each smaller batch size
 once). The default grid is the part of the paper preset's grid around the transition this
@@ -33,9 +35,12 @@ import numpy as np
 from shallowflow.benchmarks.common import (
     ForeignLoad,
     best_time,
+    cpu_count,
     finish,
+    large_gemm_rate,
     machine_info,
     parser,
+    torch_loop_rate,
     with_foreign_load,
 )
 
@@ -134,10 +139,13 @@ def bench(paper: bool = False, runs: int = 25, ns: Sequence[int] | None = None) 
         on = _fresh_process(ns, runs, True)
         n_mid = ns[len(ns) // 2]
         roof = batched_roofline(runs, n_mid, D, neurons_for(n_mid))
+        gemm = large_gemm_rate(np.float64)
+        torch_rate = torch_loop_rate(n_mid, D, neurons_for(n_mid), "float64", 50)
     return {"name": "dana_fig3", "ns": ns, "runs": runs, "rebatch": on, "no_rebatch": off,
             "roofline_gflops": roof, "roofline_shape": [runs, n_mid, D, neurons_for(n_mid)],
-            "saving": off["wall_s"] / on["wall_s"], "foreign_cpu_s": foreign.value,
-            "machine": machine_info()}
+            "large_gemm_gflops": gemm, "torch_loop_gflops_per_core": torch_rate,
+            "cores": cpu_count(), "saving": off["wall_s"] / on["wall_s"],
+            "foreign_cpu_s": foreign.value, "machine": machine_info()}
 
 
 def table(r: dict[str, Any]) -> str:
@@ -164,6 +172,17 @@ def table(r: dict[str, Any]) -> str:
         f"{100 * on['gflops'] / r['roofline_gflops']:.0f}% of the roofline with re-batching "
         "(goal 60%).",
     ]
+    if "large_gemm_gflops" in r:
+        per_core = on["gflops"] / r["cores"]
+        torch_rate = r["torch_loop_gflops_per_core"]
+        lines.append(
+            f"Against the machine's large-GEMM rate (numpy 2048 x 2048, {r['cores']} cores, "
+            f"{r['large_gemm_gflops']:.1f} GFLOP/s): "
+            f"{100 * on['gflops'] / r['large_gemm_gflops']:.0f}% (goal 85%). Per core "
+            f"{per_core:.1f} GFLOP/s, against "
+            + (f"{torch_rate:.1f} for the authors' kind of PyTorch loop (one network at the "
+               f"middle n, one thread, float64): {per_core / torch_rate:.2f}x."
+               if torch_rate else "no PyTorch loop (torch is not installed)."))
     return with_foreign_load(lines, r["foreign_cpu_s"])
 
 

@@ -8,9 +8,10 @@
    included), networks per second, the driver's peak resident memory growth, the output size,
    and the time of a ``--resume`` that finds every batch done. Results are checked equal across
    executors.
-2. ``fig4 = 1``: the dana-fig4 quick preset (``run_reproduction``, judging and figures included)
-   on a started cluster of 1 worker pinned to one core and of 2 workers: the speed-up is the
-   scaling on this machine (goal >= 1.8x on 2 cores for work that is not multi-threaded).
+2. ``fig4 = 1``: the training of the dana-fig4 quick preset (its ``simulate``: the threshold
+   searches at every d, in lockstep) on a started cluster of 1 worker pinned to one core and of
+   2 workers: the speed-up is the scaling on this machine (goal >= 1.8x on 2 cores for work that
+   is not multi-threaded).
 3. The executor overhead per batch: ``overhead_batches`` one-step batches of one tiny network
    through a started 1-worker cluster against in-process, (Dask - in-process) / batches.
 
@@ -126,26 +127,31 @@ def _started(workers: int) -> tuple[Any, float]:
     return ex, time.perf_counter() - t0
 
 
-def fig4_scaling(tmp: Path) -> dict[str, Any]:
-    """dana-fig4 quick on a started cluster of 1 worker (one core) and of 2 workers."""
-    from shallowflow.reproductions import run_reproduction
+def fig4_scaling(d_values: str = "") -> dict[str, Any]:
+    """The training of dana-fig4 quick (``simulate``, with ``d_values``, e.g. "20,25,30,35",
+    when given) on a started cluster of 1 worker (one core) and of 2 workers, after an untimed
+    pass that leaves every program in the compilation cache (so neither pays compilation)."""
+    from shallowflow.reproductions import catalogue
+    from shallowflow.reproductions.base import resolve_params
+    from shallowflow.training import trainer
 
-    out: dict[str, Any] = {}
-    claims = {}
-    for workers in (1, 2):
+    rep = catalogue()["dana-fig4"]
+    params = resolve_params(rep, "quick", [f"d_values=[{d_values}]"] if d_values else [])
+    out: dict[str, Any] = {"d_values": d_values or "quick preset"}
+    results = {}
+    for workers in (0, 1, 2):  # 0: an untimed pass that fills the compilation cache
         with _one_core() if workers == 1 else contextlib.nullcontext():
-            ex, start = _started(workers)
+            ex, start = _started(workers or 2)
         try:
             t0 = time.perf_counter()
-            _, found = run_reproduction("dana-fig4", tmp / f"fig4-{workers}", "quick",
-                                        show_progress=False, executor=ex)
+            results[workers] = rep.simulate(params, trainer(False, ex))
             out[f"workers_{workers}"] = {"seconds": time.perf_counter() - t0,
                                          "cluster_start_s": start}
-            claims[workers] = [(c.id, c.verdict, str(c.measured)) for c in found]
         finally:
             ex.close()
+    del out["workers_0"]
     out["scaling"] = out["workers_1"]["seconds"] / out["workers_2"]["seconds"]
-    out["equal_claims"] = claims[1] == claims[2]
+    out["equal_results"] = results[1].identical(results[2])
     return out
 
 
@@ -183,13 +189,14 @@ def batch_overhead(batches: int) -> dict[str, Any]:
 
 
 def bench(networks: int = NETWORKS, steps: int = STEPS, max_batch: int = MAX_BATCH,
-          only: str = ",".join(EXECUTORS), fig4: int = 1, overhead_batches: int = 41,
-          ) -> dict[str, Any]:
-    """The sweep on the executors ``only`` (comma-separated keys of :data:`EXECUTORS`), the
-    dana-fig4 scaling (``fig4`` = 1) and the per-batch overhead (module docstring)."""
+          only: str = ",".join(EXECUTORS), fig4: int = 1, fig4_d_values: str = "",
+          overhead_batches: int = 41) -> dict[str, Any]:
+    """The sweep on the executors ``only`` (comma-separated keys of :data:`EXECUTORS`, none for
+    ""), the dana-fig4 scaling (``fig4`` = 1; ``fig4_d_values`` in place of the preset's) and the
+    per-batch overhead (module docstring)."""
     keys = [k.strip() for k in only.split(",") if k.strip()]
     unknown = sorted(set(keys) - set(EXECUTORS))
-    if unknown or not keys:
+    if unknown:
         raise ValueError(f"--only: executors among {', '.join(EXECUTORS)}, got {only!r}")
     spec = sweep_spec(networks, steps, max_batch)
     out: dict[str, Any] = {"name": "executors",
@@ -198,9 +205,10 @@ def bench(networks: int = NETWORKS, steps: int = STEPS, max_batch: int = MAX_BAT
                                       "dtype": "float64", "executors": keys}}
     with tempfile.TemporaryDirectory(prefix="shallowflow-executors-") as tmp, \
             ForeignLoad() as load:
-        out["sweep"] = _sweeps(spec, Path(tmp), keys)
+        if keys:
+            out["sweep"] = _sweeps(spec, Path(tmp), keys)
         if fig4:
-            out["fig4"] = fig4_scaling(Path(tmp))
+            out["fig4"] = fig4_scaling(fig4_d_values)
         if overhead_batches > 1:
             out["overhead"] = batch_overhead(overhead_batches)
     if {"dask_1", "dask_2"} <= set(keys):
@@ -212,32 +220,35 @@ def bench(networks: int = NETWORKS, steps: int = STEPS, max_batch: int = MAX_BAT
 
 def table(r: dict[str, Any]) -> str:
     """The markdown tables of :func:`bench`'s result."""
-    c, sw = r["config"], r["sweep"]
-    lines = [
-        f"{c['networks']} networks (n = {c['n']}, d = {c['d']}, widths {c['widths']}), "
-        f"{c['steps']} GD steps, batches of at most {c['max_batch']}, {c['dtype']}.",
-        "",
-        "| executor | wall (s) | networks/s | resume, all done (s) | driver RSS growth (MB) "
-        "| output (MB) |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    for key in c["executors"]:
-        e = sw[key]
-        lines.append(f"| {LABELS[key]} | {e['seconds']:.1f} | {e['networks_per_s']:.0f} | "
-                     f"{e['resume_s']:.2f} | {e['driver_peak_rss_growth_mb']:.0f} | "
-                     f"{e['output_mb']:.1f} |")
-    lines += ["", f"Final losses equal across executors: {sw['equal_results']}."]
-    if "scaling" in sw:
-        lines.append(f"Sweep scaling, 2 workers over 1: {sw['scaling']:.2f}x.")
+    c, lines = r["config"], []
+    if "sweep" in r:
+        sw = r["sweep"]
+        lines += [
+            f"{c['networks']} networks (n = {c['n']}, d = {c['d']}, widths {c['widths']}), "
+            f"{c['steps']} GD steps, batches of at most {c['max_batch']}, {c['dtype']}.",
+            "",
+            "| executor | wall (s) | networks/s | resume, all done (s) | driver RSS growth (MB) "
+            "| output (MB) |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        for key in c["executors"]:
+            e = sw[key]
+            lines.append(f"| {LABELS[key]} | {e['seconds']:.1f} | {e['networks_per_s']:.0f} | "
+                         f"{e['resume_s']:.2f} | {e['driver_peak_rss_growth_mb']:.0f} | "
+                         f"{e['output_mb']:.1f} |")
+        lines += ["", f"Final losses equal across executors: {sw['equal_results']}."]
+        if "scaling" in sw:
+            lines.append(f"Sweep scaling, 2 workers over 1: {sw['scaling']:.2f}x.")
     if "fig4" in r:
         f = r["fig4"]
         met = "yes" if f["scaling"] >= r["goal_scaling"] else "no"
-        lines += ["", "dana-fig4 quick preset (training, judging, figures) on a started cluster:",
-                  "", "| workers | reproduction (s) | cluster start (s) |", "|---|---:|---:|"]
+        lines += ["", f"dana-fig4 quick, d values: {f['d_values']}: its training (`simulate`) "
+                  "on a started cluster:",
+                  "", "| workers | training (s) | cluster start (s) |", "|---|---:|---:|"]
         lines += [f"| {w} | {f[f'workers_{w}']['seconds']:.1f} | "
                   f"{f[f'workers_{w}']['cluster_start_s']:.1f} |" for w in (1, 2)]
         lines += ["", f"Scaling, 2 workers over 1: **{f['scaling']:.2f}x** (goal >= "
-                  f"{r['goal_scaling']:g}x: {met}); same claims: {f['equal_claims']}."]
+                  f"{r['goal_scaling']:g}x: {met}); results identical: {f['equal_results']}."]
     if "overhead" in r:
         o = r["overhead"]
         lines += ["", f"Executor overhead: {o['overhead_per_batch_s'] * 1e3:.0f} ms per batch "
@@ -249,7 +260,8 @@ def table(r: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None, out: Path | None = None) -> dict[str, Any]:
     """Run alone: print the table, write the raw numbers to ``--out``/executors.json."""
     options = {"networks": NETWORKS, "steps": STEPS, "max_batch": MAX_BATCH,
-               "only": ",".join(EXECUTORS), "fig4": 1, "overhead_batches": 41}
+               "only": ",".join(EXECUTORS), "fig4": 1, "fig4_d_values": "",
+               "overhead_batches": 41}
     return run_with_options("executors", __doc__, bench, table, options, argv, out)
 
 

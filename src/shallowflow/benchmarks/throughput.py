@@ -7,8 +7,10 @@ first and last step only. One GD step of all runs costs two GEMMs over the 64 p 
     Z = X (n, d) @ W_all^T (d, 64 p)        and        G_all^T (64 p, n) @ X (n, d),
 
 4 n d p 64 flops in all, so the engine's GFLOP/s = 4 n d p 64 steps / wall time (compilation
-excluded). The roofline is numpy's GFLOP/s on exactly these two GEMMs. Goal: >= 60 % of it, in
-float32 and float64.
+excluded). Two references, measured in the same run: the batched-small roofline, numpy's GFLOP/s on
+exactly these two GEMMs (goal: >= 60 % of it, in float32 and float64), and the machine's
+large-GEMM rate, numpy on one 2048 x 2048 matmul (goal: >= 85 %). Beside them, per core: the
+PyTorch loop of one network of the same shape (autograd, SGD, one thread), as the authors ran it.
 
     shallowflow bench throughput      or      python -m shallowflow.benchmarks.throughput [--steps 300]
 """
@@ -22,17 +24,21 @@ import numpy as np
 
 from shallowflow.benchmarks.common import (
     ForeignLoad,
+    cpu_count,
     finish,
+    large_gemm_rate,
     machine_info,
     matmul_roofline,
     parser,
     time_simulate,
+    torch_loop_rate,
     with_foreign_load,
 )
 
 RUNS, N, D, P, STEPS, LR = 64, 1000, 100, 40, 300, 0.1
 GOAL_FRACTION = 0.6
-QUICK = {"steps": 20, "repeats": 1}
+GOAL_LARGE_GEMM = 0.85
+QUICK = {"steps": 20, "repeats": 1, "torch_steps": 5}
 """Keyword arguments of :func:`bench` for a quick run (seconds; not comparable numbers)."""
 
 
@@ -75,8 +81,9 @@ def run_engine(cfg: Any, net0: Any, X: Any, y: Any, dtype: str, steps: int,
     }
 
 
-def bench(steps: int = STEPS, repeats: int = 2) -> dict[str, Any]:
-    """Engine and numpy roofline in float32 and float64; ratio = engine GFLOP/s / numpy's."""
+def bench(steps: int = STEPS, repeats: int = 2, torch_steps: int = 200) -> dict[str, Any]:
+    """Engine, numpy references and the PyTorch loop in float32 and float64; ratio = engine
+    GFLOP/s / numpy's."""
     cfg, net0, X, y = setup()
     rows = {}
     with ForeignLoad() as foreign:
@@ -85,6 +92,9 @@ def bench(steps: int = STEPS, repeats: int = 2) -> dict[str, Any]:
             roof = matmul_roofline(N, D, RUNS * P, np.dtype(dtype))
             eng["numpy_roofline"] = roof
             eng["fraction_of_roofline"] = eng["gflops"] / roof["gflops"]
+            eng["large_gemm_gflops"] = large_gemm_rate(np.dtype(dtype))
+            eng["fraction_of_large_gemm"] = eng["gflops"] / eng["large_gemm_gflops"]
+            eng["torch_loop_gflops_per_core"] = torch_loop_rate(N, D, P, dtype, torch_steps)
             rows[dtype] = eng
     return {
         "name": "throughput",
@@ -93,6 +103,8 @@ def bench(steps: int = STEPS, repeats: int = 2) -> dict[str, Any]:
                    "gemm_shapes": [[N, D, RUNS * P], [RUNS * P, N, D]]},
         "results": rows,
         "goal_fraction": GOAL_FRACTION,
+        "goal_large_gemm": GOAL_LARGE_GEMM,
+        "cores": cpu_count(),
         "foreign_load": foreign.value,
         "machine": machine_info(),
     }
@@ -121,6 +133,24 @@ def table(r: dict[str, Any]) -> str:
             f"{roof['gflops_backward']:.1f}) | {100 * e['fraction_of_roofline']:.0f} % "
             f"| >= {100 * r['goal_fraction']:.0f} % | {'yes' if ok else 'no'} |"
         )
+    if all("large_gemm_gflops" in e for e in r["results"].values()):
+        cores = r["cores"]
+        lines += ["", f"Against the machine's large-GEMM rate (numpy, 2048 x 2048, {cores} cores) "
+                  "and, per core, the authors' kind of PyTorch loop (one network of this shape, "
+                  "one thread):", "",
+                  "| dtype | large-GEMM GFLOP/s | engine / large GEMM | goal | met "
+                  "| engine GFLOP/s per core | PyTorch loop GFLOP/s per core | engine / PyTorch, "
+                  "per core |", "|---|---:|---:|---:|:---:|---:|---:|---:|"]
+        for dtype, e in r["results"].items():
+            ok = e["fraction_of_large_gemm"] >= r["goal_large_gemm"]
+            torch_rate = e["torch_loop_gflops_per_core"]
+            per_core = e["gflops"] / cores
+            vs = f"{per_core / torch_rate:.2f}x" if torch_rate else "no torch"
+            lines.append(
+                f"| {dtype} | {e['large_gemm_gflops']:.1f} | "
+                f"{100 * e['fraction_of_large_gemm']:.0f} % | >= "
+                f"{100 * r['goal_large_gemm']:.0f} % | {'yes' if ok else 'no'} | {per_core:.1f} | "
+                f"{torch_rate or float('nan'):.1f} | {vs} |")
     return with_foreign_load(lines, r["foreign_load"])
 
 
@@ -129,8 +159,9 @@ def main(argv: list[str] | None = None, out: Path | None = None) -> dict[str, An
     ap = parser(__doc__, out)
     ap.add_argument("--steps", type=int, default=STEPS)
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--torch-steps", type=int, default=200)
     args = ap.parse_args(argv)
-    r = bench(args.steps, args.repeats)
+    r = bench(args.steps, args.repeats, args.torch_steps)
     finish("throughput", r, table, args.out)
     return r
 

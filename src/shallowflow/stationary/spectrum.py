@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
-import scipy.linalg
 
 from shallowflow.network import Network
 from shallowflow.stationary.derivatives import Problem, hessian, hvp_operator, neuron_index
@@ -119,6 +118,8 @@ def dense_spectrum(H: np.ndarray, V: np.ndarray) -> Spectrum:
         PHP = 0.5 * (PHP + PHP.T) + c * (V @ V.T)
     else:
         PHP = H
+    import scipy.linalg  # here, not at import: keeps scipy out of a plain run's start-up
+
     evals, evecs = scipy.linalg.eigh(PHP, driver="evd")
     evals, evecs = evals[: N - q], evecs[:, : N - q]
     return Spectrum("dense", N, q, float(evals[0]), float(evals[-1]), evals, evecs[:, 0])
@@ -168,6 +169,8 @@ def lanczos_spectrum(matvec: Callable[[np.ndarray], np.ndarray], size: int,
         last = k == steps - 1
         invariant = beta <= 1e-13 * max(1.0, max(abs(x) for x in alphas))
         if invariant or last or (k + 1) % check_every == 0:
+            import scipy.linalg
+
             theta, S = scipy.linalg.eigh_tridiagonal(np.asarray(alphas), np.asarray(betas))
             res_min = abs(beta * S[-1, 0]) if not invariant else 0.0
             res_max = abs(beta * S[-1, -1]) if not invariant else 0.0
