@@ -13,7 +13,9 @@ Every grid point is validated before any work. Runs whose specs differ only in b
 (seed, init scale, stop_loss, data seed) share one compiled, vmapped batch. Each finished batch is
 written atomically to ``batches/<id>.nc``; ``resume`` skips batches already on disk, so a sweep
 killed at any moment and resumed yields exactly the results of an uninterrupted one. The summary
-``summary.parquet`` (one row per run) is rebuilt from the batch files, never appended to.
+``summary.parquet`` (one row per run) is rebuilt, written whole and atomically, from the batch
+files, taking the rows of a batch the previous summary already held from it while that batch's
+file is not newer (so a resume of 10^5 finished runs reads no batch file).
 """
 
 from __future__ import annotations
