@@ -51,6 +51,7 @@ class WorkerSetup(WorkerPlugin):
                  environments: list[dict[str, str]] | None = None) -> None:
         self.groups = groups
         self.environments = environments
+        self.malloc_restored = False
 
     def setup(self, worker: Any) -> None:
         from shallowflow import compile_cache
@@ -60,5 +61,5 @@ class WorkerSetup(WorkerPlugin):
             os.environ.update(self.environments[index % len(self.environments)])
         if self.groups and hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, self.groups[index % len(self.groups)])
-        restore_malloc()
+        self.malloc_restored = restore_malloc()  # read by tests through the worker's plugins
         compile_cache.enable()
