@@ -138,7 +138,7 @@ def _guard(interrupted: Callable[[], str]) -> Iterator[None]:
         raise
     except BatchesFailed as err:
         for where, failure in err.failures:
-            if not isinstance(failure.error, (UserError, ValueError, OSError)):
+            if not isinstance(failure.error, (ValueError, OSError)):  # UserError is one
                 console.print(failure.trace, highlight=False, markup=False)
             console.print(f"[bold red]error:[/] {escape(where)}: {escape(failure.line)}",
                           highlight=False)

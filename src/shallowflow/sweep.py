@@ -262,8 +262,7 @@ def run_sweep(sweep: Sweep, out: str | Path, resume: bool = False,
                    json.dumps(provenance(seeds=sorted({p.experiment.seed for p in sweep.points})),
                               indent=2, default=str) + "\n")
     (out / "batches").mkdir(exist_ok=True)
-    pending = [b for b in batches if not (out / "batches" / f"{b.id}.nc").is_file()]
-    done_runs = sum(b.size for b in batches) - sum(b.size for b in pending)
+    pending, done_runs = training.unfinished(batches, out / "batches")
     task = functools.partial(write_batch, out)
     points = {p.id: p.values for p in sweep.points}
 
@@ -278,12 +277,17 @@ def run_sweep(sweep: Sweep, out: str | Path, resume: bool = False,
             if after_batch is not None:
                 after_batch(batch.id)
     except BatchesFailed:
-        clean_stale(out / "batches")
-        summarise(out)  # the summary of what finished; --resume runs the failed batches
+        _wrap_up(out)  # the summary of what finished; --resume runs the failed batches
         raise
     finally:
         runner.close()
-    clean_stale(out / "batches")  # what a worker killed while writing left (it was run again)
+    return _wrap_up(out)
+
+
+def _wrap_up(out: Path) -> pd.DataFrame:
+    """Remove what a worker killed while writing left in ``batches/`` (its batch was run again)
+    and rebuild the summary."""
+    clean_stale(out / "batches")
     return summarise(out)
 
 

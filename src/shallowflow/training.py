@@ -64,26 +64,20 @@ def plan(refs: Sequence[RunRef], max_batch: int = 4096,
     if max_batch < 1:
         raise ValueError(f"max_batch: must be >= 1, got {max_batch}")
     tags = list(tags) if tags is not None else [None] * len(refs)
-    signatures: dict[int, str] = {}  # each experiment's signature and spec computed once:
-    dumps: dict[int, object] = {}  # its runs share them (10^5 runs of a sweep, a few specs)
-
-    def spec(e: Experiment) -> object:
-        if id(e) not in dumps:
-            dumps[id(e)] = e.model_dump(mode="json", context=DIGEST)
-        return dumps[id(e)]
-
+    # each distinct experiment's signature and spec once: its runs share them (a sweep of 10^5
+    # runs has a few specs)
+    distinct = {id(ref.experiment): ref.experiment for ref in refs}
+    signature = {k: static_signature(e) for k, e in distinct.items()}
+    spec = {k: e.model_dump(mode="json", context=DIGEST) for k, e in distinct.items()}
     groups: dict[str, list[int]] = {}
     for i, ref in enumerate(refs):
-        e = ref.experiment
-        if id(e) not in signatures:
-            signatures[id(e)] = static_signature(e)
-        groups.setdefault(signatures[id(e)], []).append(i)
+        groups.setdefault(signature[id(ref.experiment)], []).append(i)
 
     batches = []
     for g, members in enumerate(groups.values()):
         for start in range(0, len(members), max_batch):
             chunk = members[start : start + max_batch]
-            ident = json.dumps([(tags[i], spec(refs[i].experiment), refs[i].index)
+            ident = json.dumps([(tags[i], spec[id(refs[i].experiment)], refs[i].index)
                                 for i in chunk], sort_keys=True, default=str)
             digest = hashlib.sha1(ident.encode()).hexdigest()[:10]
             batches.append(Batch(f"g{g:03d}-{start // max_batch:04d}-{digest}",
@@ -109,6 +103,13 @@ def train_batch_file(batch: Batch, progress: StepCallback | None = None,
     path = store / f"{batch.id}.nc"
     write_netcdf(train_batch(batch, progress, keep_data), path)
     return path
+
+
+def unfinished(batches: Sequence[Batch], folder: Path) -> tuple[list[Batch], int]:
+    """The batches with no ``<batch id>.nc`` in ``folder`` yet, and the number of runs in the
+    others (finished before: a resume)."""
+    pending = [b for b in batches if not (folder / f"{b.id}.nc").is_file()]
+    return pending, sum(b.size for b in batches) - sum(b.size for b in pending)
 
 
 def describe(batch: Batch) -> str:
@@ -192,13 +193,12 @@ def _stored(batches: Sequence[Batch], store: Path, keep_data: bool, label: str,
     trained (through ``executor``) into it and read back."""
     store.mkdir(parents=True, exist_ok=True)
     clean_stale(store)
-    pending = [b for b in batches if not (store / f"{b.id}.nc").is_file()]
+    pending, done = unfinished(batches, store)
     waiting = {b.id for b in pending}
     for batch in batches:
         if batch.id not in waiting:
             yield batch, read_netcdf(store / f"{batch.id}.nc")
     task = functools.partial(train_batch_file, keep_data=keep_data, store=store)
-    done = sum(b.size for b in batches) - sum(b.size for b in pending)
     for batch, path in execute(task, pending, label, show_progress, executor, done):
         yield batch, read_netcdf(path)
 
