@@ -268,3 +268,24 @@ def test_gpus_are_found_without_jax_and_shared_fairly(monkeypatch, tmp_path):
     three = worker_environments(3, ["0", "1"])
     assert [e["CUDA_VISIBLE_DEVICES"] for e in three] == ["0", "1", "0"]
     assert all(e["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false" for e in three)
+
+
+def test_netcdf_writes_do_not_need_the_scheduler(tmp_path, monkeypatch):
+    """Where a dask client is active (a Dask sweep's driver, every worker), a result file is
+    written under a local lock: a cluster-wide ``distributed.Lock`` would ask the scheduler twice
+    per file and print a traceback when an interrupt takes the scheduler down mid-write."""
+    import numpy as np
+    import xarray as xr
+
+    distributed = pytest.importorskip("distributed")
+    from shallowflow.store import read_netcdf, write_netcdf
+
+    def no_scheduler(self, *args, **kwargs):
+        raise RuntimeError("ConnectionPool is closed")
+
+    monkeypatch.setattr(distributed.Lock, "acquire", no_scheduler)
+    ds = xr.Dataset({"loss": ("run", np.arange(3.0))})
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=1,
+                            dashboard_address=None):
+        write_netcdf(ds, tmp_path / "r.nc")
+    assert read_netcdf(tmp_path / "r.nc").equals(ds)
