@@ -38,6 +38,11 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="Simulate, measure and predict how one-hidden-layer ReLU networks learn.")
 
 
+_OWN_PROCESS = False
+"""Whether the ``shallowflow`` command (:func:`main`) owns this process, rather than a test or
+notebook calling :data:`app`."""
+
+
 class Terminated(BaseException):
     """SIGTERM (kill, a batch scheduler): unwinds like Ctrl-C, so temporary output is removed."""
 
@@ -64,6 +69,8 @@ def _main(ctx: typer.Context) -> None:
         sys.unraisablehook = hook
 
     ctx.call_on_close(restore)
+    if _OWN_PROCESS:
+        _without_dask_arrays()
     enable_float64()  # float64 is the default precision of every run
     compile_cache.enable()  # compiled programs kept on disk, per machine type
     matplotlib.use("Agg")  # figures are written to files; no display needed
@@ -484,5 +491,49 @@ def bench_(
         raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
+def _without_dask_arrays() -> None:
+    """Tell xarray that this process has no dask arrays.
+
+    xarray checks every variable it makes against dask's array type and imports ``dask.array``
+    to learn that type: 0.3-0.5 s of every command's start-up where dask is installed (for the
+    Dask executor). A command never makes dask arrays (files are read whole,
+    :func:`shallowflow.store.read_netcdf`), so the check is answered in advance, in the
+    command's own process only (``import shallowflow`` and :data:`app` called in-process leave
+    xarray as it is). An xarray that
+    keeps this cache elsewhere is left as it is."""
+    from xarray.namedarray import pycompat
+
+    cache = getattr(pycompat, "_cached_duck_array_modules", None)
+    if isinstance(cache, dict) and "dask.array" not in sys.modules:
+        cache.setdefault("dask", pycompat.DuckArrayModule("shallowflow-has-no-dask-arrays"))
+
+
+def main() -> None:
+    """The ``shallowflow`` command: :data:`app`, then a quick exit.
+
+    A process that imported JAX, xarray and dask spends about half a second tearing its modules
+    down at exit (bench/RESULTS.md, start-up). By the time a command returns every result is
+    written, closed and renamed into place, so the command flushes its streams, runs the exit
+    handlers (``atexit``: loggers, worker processes) and leaves with ``os._exit``. ``app``
+    called in-process (tests, notebooks) keeps the normal exit."""
+    import atexit
+
+    global _OWN_PROCESS
+    _OWN_PROCESS = True
+    try:
+        app()
+        code = 0
+    except SystemExit as done:
+        if done.code is None or isinstance(done.code, int):
+            code = done.code or 0
+        else:  # a message: printed as the interpreter would
+            print(done.code, file=sys.stderr)
+            code = 1
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    app()
+    main()

@@ -13,6 +13,7 @@ of :mod:`shallowflow.onedim` (docs/math.md §10).
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from shallowflow.dynamics import live
 from shallowflow.dynamics import rebatch as rb
 from shallowflow.dynamics.compilation import segment
 from shallowflow.dynamics.config import EngineConfig
-from shallowflow.dynamics.parametrisation import log_shift
+from shallowflow.dynamics.parametrisation import Params, log_shift
 from shallowflow.dynamics.span import project, restore, span_of
 from shallowflow.dynamics.state import (
     RUNNING,
@@ -103,26 +104,37 @@ def _class_constants(inputs: Inputs, y: Array, R: int) -> tuple[Array, Array]:
 
 def _initial_state(cfg: EngineConfig, a0: Array, Wt0: Array, log_scale: Array | None,
                    log_perp_sq: Array, inputs: Inputs, y: Array,
-                   W_perp: np.ndarray | None) -> tuple[EngineState, Reference]:
+                   perp_gram: Array | None) -> tuple[EngineState, Reference]:
     """Engine state and reference constants from a unit-scale (or actual) network; the
     out-of-span norms in actual units: log ||w_perp||^2 + 2 log lambda. The constants only some
-    probes read (``cfg.needs``) are computed when a recorded probe needs them: the class
-    directions and label signs, and the Gram matrix of the out-of-span parts ``W_perp`` (R, p, d)
+    probes read (``cfg.needs``) are set when a recorded probe needs them: the class directions
+    and label signs, and ``perp_gram``, the Gram matrix (p, R, p) of the out-of-span parts
     (actual units; None without the span basis)."""
     R, p = a0.shape
-    params = cfg.coordinates.initial(a0, Wt0, log_scale, cfg.tied_balance)
+    params, ref = _start(cfg, a0, Wt0, log_scale, log_perp_sq)
     mask = jnp.ones((inputs.n, R, p), bool) if cfg.activity_mask else None
     state = EngineState(params, jnp.full((R,), RUNNING, jnp.int32), -jnp.ones((R,), jnp.int64),
                         mask, params)
-    log_perp = log_perp_sq + 2 * log_shift(a0, log_scale)[:, None]
-    ref = Reference(jnp.exp(log_perp), log_perp, params)
     if CLASSES in cfg.needs:
         class_dirs, label_sign = _class_constants(inputs, y, R)
         ref = ref._replace(class_dirs=class_dirs, label_sign=label_sign)
-    if PERP_GRAM in cfg.needs and W_perp is not None:
-        gram = np.matmul(W_perp, W_perp.transpose(0, 2, 1)).transpose(1, 0, 2)  # (p, R, p)
-        ref = ref._replace(perp_gram=jnp.asarray(gram, a0.dtype))
+    if PERP_GRAM in cfg.needs and perp_gram is not None:
+        ref = ref._replace(perp_gram=perp_gram)
     return state, ref
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _start(cfg: EngineConfig, a0: Array, Wt0: Array, log_scale: Array | None,
+           log_perp_sq: Array) -> tuple[Params, Reference]:
+    """The engine's parameters and the out-of-span reference at t = 0, in one compiled call
+    (its dozens of small operations would each be a compilation of its own, run one by one);
+    its shapes are the network's, so batches that differ only in n share it."""
+    params = cfg.coordinates.initial(a0, Wt0, log_scale, cfg.tied_balance)
+    log_perp = log_perp_sq + 2 * log_shift(a0, log_scale)[:, None]
+    return params, Reference(jnp.exp(log_perp), log_perp, params)
+
+
+_probe_context = jax.jit(probe_context, static_argnums=0)
 
 
 def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs: Inputs, y: Array,
@@ -241,10 +253,12 @@ def simulate(
         raise ValueError("schedule: must be a strictly increasing 1-D array of steps starting at 0")
     R = net0.a.shape[0]
     dtype = net0.W.dtype
-    never = jnp.full((R,), -jnp.inf, dtype)
-    grad = never if stop_grad is None else jnp.asarray(stop_grad, dtype)
-    stop = Stop(never if stop_loss is None else jnp.asarray(stop_loss, dtype),
-                jnp.where(grad > 0, grad**2, -jnp.inf))  # -inf (never) must stay -inf
+    never = np.full((R,), -np.inf, dtype)  # set up in numpy: no compilation per shape
+    grad = never if stop_grad is None else np.asarray(stop_grad, dtype)
+    with np.errstate(invalid="ignore"):  # -inf (never) must stay -inf
+        grad_sq = np.where(grad > 0, grad * grad, -np.inf).astype(dtype)
+    stop = Stop(jnp.asarray(never if stop_loss is None else np.asarray(stop_loss, dtype)),
+                jnp.asarray(grad_sq))
     keys = jax.random.split(jax.random.PRNGKey(0), R) if keys is None else keys
     W0 = np.asarray(net0.W)
     if cfg.onedim and span:
@@ -273,15 +287,18 @@ def simulate(
     ls = None if log_scale is None else jnp.asarray(log_scale, dtype)
     if log_scale is not None:  # the out-of-span part in actual units (0 once it underflows)
         W_perp = W_perp * np.exp(np.asarray(log_scale, np.float64))[:, None, None]
-    state, ref = _initial_state(cfg, a0, Wt0, ls, log_perp_sq, inputs, y,
-                                None if in_span is None else W_perp.astype(np.float64))
-    start = probe_context(cfg, state.params, None, ref)
+    perp_gram = None
+    if in_span is not None and PERP_GRAM in cfg.needs:
+        W64 = W_perp.astype(np.float64)
+        perp_gram = jnp.asarray(np.matmul(W64, W64.transpose(0, 2, 1)).transpose(1, 0, 2), dtype)
+    state, ref = _initial_state(cfg, a0, Wt0, ls, log_perp_sq, inputs, y, perp_gram)
+    start = _probe_context(cfg, state.params, None, ref)
     per_call = max(1, min(records_per_call, len(schedule)))
     if not (cfg.coordinates.dead_stay_put and cfg.activation.leak == 0):
         skip_dead = "off"
     state, ref, records, widths = _run_segments(cfg, state, ref, inputs, y, stop, keys, schedule,
                                                 per_call, progress, rebatch, deadline, skip_dead)
-    end = probe_context(cfg, state.params, None, ref)
+    end = _probe_context(cfg, state.params, None, ref)
 
     def full_W(Wt: Array) -> np.ndarray:
         W = np.asarray(jnp.transpose(Wt, (1, 2, 0)))
