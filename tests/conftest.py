@@ -52,3 +52,27 @@ def check_reproduction_folder(folder, ids=None):
     for name in ("params.json", "provenance.json"):
         assert (folder / name).is_file()
     return {c["id"]: c for c in claims}, report
+
+
+class RecordingExecutor:
+    """The in-process executor, recording how many batches it knew of as each one finished (a
+    caller may append batches while it runs: shallowflow.training.train_protocols)."""
+
+    name = "recording"
+
+    def __init__(self):
+        from shallowflow.executors import LocalExecutor
+
+        self.local = LocalExecutor()
+        self.known: list[int] = []
+
+    def check(self):
+        pass
+
+    def close(self):
+        pass
+
+    def run(self, task, batches, bar, describe):
+        for batch, result in self.local.run(task, batches, bar, describe):
+            self.known.append(len(batches))
+            yield batch, result

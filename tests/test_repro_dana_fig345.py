@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import check_reproduction_folder
+from conftest import RecordingExecutor, check_reproduction_folder
 from shallowflow.reproductions import catalogue, rejudge, run_reproduction
 from shallowflow.reproductions.base import RESULTS, resolve_params
 from shallowflow.reproductions.dana.convergence import grid_part
@@ -101,26 +101,24 @@ def test_unknown_reproduction_leaves_no_folder(tmp_path):
     assert not (tmp_path / "x").exists()
 
 
-def test_thresholds_in_lockstep_equal_one_by_one():
-    """find_thresholds brackets several (d, p) points side by side, one training call per
-    round: each point's grid is exactly what find_threshold gives it alone, and the calls are
-    as many as the longest search needs, not their sum."""
+def test_thresholds_side_by_side_equal_one_by_one():
+    """find_thresholds searches several (d, p) points side by side, each a protocol whose steps
+    go to the executor as soon as they are known: each point's grid is exactly what
+    find_threshold gives it alone, and while the first point's coarse search runs, the other
+    points' steps are already out (no round waits for the slowest point)."""
     import xarray as xr
 
     from shallowflow.reproductions.dana.threshold import find_threshold, find_thresholds
     from shallowflow.training import trainer
 
-    calls = []
-    base = trainer(show_progress=False)
-
-    def counting(exps, **kw):
-        calls.append(len(exps))
-        return base(exps, **kw)
-
+    ex = RecordingExecutor()
     points = [(3, 8, 0), (5, 8, 10_000), (4, 6, 20_000)]
-    together = find_thresholds(points, 3, 2, 1.0, 2.0, counting)
-    lockstep = len(calls)
-    alone = [find_threshold(d, p, 3, 2, 1.0, 2.0, seed, counting) for d, p, seed in points]
-    assert len(calls) - lockstep > lockstep  # one by one needs more calls
+    together = find_thresholds(points, 3, 2, 1.0, 2.0, trainer(False, ex))
+    alone = [find_threshold(d, p, 3, 2, 1.0, 2.0, seed, trainer(False)) for d, p, seed in points]
     for a, b in zip(together, alone, strict=True):
         xr.testing.assert_identical(a, b)
+    # the first coarse step of each point is out at once; the first point's next step is
+    # out as soon as its first step is back, before the other points' first steps have run
+    # (in rounds, nothing would be added until the third batch is back)
+    assert ex.known[0] == len(points) and ex.known[1] > len(points)
+    assert len(ex.known) == ex.known[-1]  # every known batch ran, once

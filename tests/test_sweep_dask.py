@@ -289,3 +289,24 @@ def test_netcdf_writes_do_not_need_the_scheduler(tmp_path, monkeypatch):
                             dashboard_address=None):
         write_netcdf(ds, tmp_path / "r.nc")
     assert read_netcdf(tmp_path / "r.nc").equals(ds)
+
+
+def test_threshold_searches_on_dask_match_local():
+    """The dana-fig4 protocol (two threshold searches, each step sent to the cluster as soon as
+    it is known: the executor's batch list grows while it runs) on 2 worker processes gives
+    the in-process grids bit for bit."""
+    import xarray as xr
+
+    from shallowflow.executors import DaskExecutor
+    from shallowflow.reproductions.dana.threshold import find_thresholds
+    from shallowflow.training import trainer
+
+    points = [(3, 8, 0), (5, 8, 10_000)]
+    local = find_thresholds(points, 3, 2, 1.0, 2.0, trainer(False))
+    ex = DaskExecutor(workers=2)
+    try:
+        remote = find_thresholds(points, 3, 2, 1.0, 2.0, trainer(False, ex))
+    finally:
+        ex.close()
+    for a, b in zip(local, remote, strict=True):
+        xr.testing.assert_identical(a, b)

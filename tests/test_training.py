@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 
+from conftest import RecordingExecutor
 from shallowflow.config import experiment_from_mapping
 from shallowflow.executors import LocalExecutor, make_executor
 from shallowflow.experiment import RunRef
@@ -118,3 +119,51 @@ def test_batch_store_keeps_finished_batches_and_reads_them_back(tmp_path, monkey
         for name in ("loss", "param_norm_sq"):
             np.testing.assert_array_equal(p[name].values, f[name].values)
             np.testing.assert_array_equal(p[name].values, a[name].values)
+
+
+def _chain(seed: int, steps: int, widths: tuple[int, ...] = (4,)):
+    """A protocol whose next step depends on its results: each step trains one experiment per
+    width, the next step's init scale is the last final loss (rounded), and it returns the
+    final losses of every step."""
+    scale, finals = 0.1, []
+    for s in range(steps):
+        dss = yield [experiment_from_mapping(spec(seed + s, scale=scale, width=w))
+                     for w in widths]
+        finals.append([float(ds.loss.values[0, -1]) for ds in dss])
+        scale = round(0.05 + finals[-1][0], 3)
+    return finals
+
+
+def _one_by_one(protocol, **options):
+    """A protocol run alone, each step a call of :func:`train` (an independent driver)."""
+    try:
+        exps = next(protocol)
+        while True:
+            exps = protocol.send(train(exps, show_progress=False, **options))
+    except StopIteration as end:
+        return end.value
+
+
+def test_protocols_run_side_by_side_as_they_would_alone(tmp_path, monkeypatch):
+    """train_protocols gives each protocol what it gets alone step by step through train; a
+    protocol's next step goes out as soon as its step is back (before the other protocols'
+    batches have run); with a store a second call trains nothing and returns the same."""
+    from shallowflow import training
+    from shallowflow.training import train_protocols
+
+    make = [lambda: _chain(0, 3), lambda: _chain(10, 1, (4, 5)), lambda: _chain(20, 2)]
+    alone = [_one_by_one(m()) for m in make]
+    ex = RecordingExecutor()
+    together = train_protocols([m() for m in make], show_progress=False, executor=ex,
+                               store=tmp_path)
+    assert together == alone
+    # 4 first batches (widths 4 and 5 are two batches); after the first is back the first
+    # protocol's second step is out, so 5 are known when the second finishes
+    assert ex.known[:2] == [4, 5]
+    assert len(ex.known) == ex.known[-1] == 3 + 2 + 2  # every step's batches ran once
+
+    def never(*args, **kwargs):
+        raise AssertionError("a stored batch was trained again")
+
+    monkeypatch.setattr(training, "train_batch", never)
+    assert train_protocols([m() for m in make], show_progress=False, store=tmp_path) == alone

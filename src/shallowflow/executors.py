@@ -1,12 +1,12 @@
 """Where batches run: the executor seam of the training entry point (docs/architecture.md,
 "Training").
 
-An executor takes a task ``task(batch, progress) -> result`` and a list of batches and yields
-``(batch, result)`` as batches finish; a batch whose task raised yields a :class:`Failure` as its
-result (the others go on). ``progress`` is a step callback ``(done, total)`` for
-in-process executors and ``None`` where the work runs elsewhere. The task must be picklable for
-executors that ship it to other processes (a module-level function or a ``functools.partial`` of
-one).
+An executor takes a task ``task(batch, progress) -> result`` and a list of batches (which the
+caller may extend while it consumes the results) and yields ``(batch, result)`` as batches
+finish; a batch whose task raised yields a :class:`Failure` as its result (the others go on).
+``progress`` is a step callback ``(done, total)`` for in-process executors and ``None`` where
+the work runs elsewhere. The task must be picklable for executors that ship it to other
+processes (a module-level function or a ``functools.partial`` of one).
 
 - ``local``: in this process, one batch after another, each with its own step progress bar;
 - ``dask``: on a dask.distributed cluster (``address``) or on a local cluster of worker
@@ -52,7 +52,9 @@ class Failure:
 class Executor(Protocol):
     """Runs ``task`` on every batch and yields ``(batch, result)`` in completion order; a task
     that raises an ``Exception`` gives a :class:`Failure` for its batch, and the other batches
-    go on (an interruption, ``KeyboardInterrupt``, stops all of them)."""
+    go on (an interruption, ``KeyboardInterrupt``, stops all of them). ``batches`` may grow
+    while the results are consumed: batches appended to it before the next result is asked for
+    are run too (work that depends on earlier results, :func:`shallowflow.training.train_protocols`)."""
 
     name: str
 
@@ -231,14 +233,24 @@ class DaskExecutor:
         if not batches:  # e.g. a resumed sweep with everything done: no cluster to start
             return
         client = self.client()
-        futures = {client.submit(task, b, None, pure=False): b for b in batches}
+        futures: dict[Any, B] = {}
+        running = as_completed()
+
+        def submit_new() -> None:  # batches the caller appended since (Executor.run)
+            for b in batches[len(futures):]:
+                fut = client.submit(task, b, None, pure=False)
+                futures[fut] = b
+                running.add(fut)
+
+        submit_new()
         try:
-            for fut in as_completed(futures):
+            for fut in running:
                 try:
                     result: R | Failure = fut.result()
                 except Exception as err:  # raised on the worker, or the worker died too often
                     result = Failure.of(err)
                 yield futures[fut], result
+                submit_new()
         finally:
             client.cancel(list(futures))
 

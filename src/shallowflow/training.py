@@ -12,7 +12,11 @@ through :func:`plan` and :func:`execute` (docs/architecture.md, "Training"):
    in flight);
 3. :func:`train` does both and hands back, per experiment, the Dataset of its runs (dims
    ``run, time, neuron, ...``; ``run`` counts that experiment's runs from 0), with the training
-   data attached on request.
+   data attached on request;
+4. :func:`train_protocols` drives several :data:`Protocol` s, chains of training steps where
+   each step depends on the results of the one before (a threshold search), side by side: a
+   step's batches go to the executor as soon as the step is known, so no protocol waits for
+   another. :func:`train` is the one-step case.
 
 A batch's record schedule is the union of its runs' schedules (given as steps, flow times,
 linear or geometric spacing in each experiment's ``record`` table); nothing is changed after a
@@ -24,10 +28,10 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import xarray as xr
@@ -123,25 +127,42 @@ def execute(task: Callable[[Batch, StepCallback | None], R], batches: Sequence[B
             ) -> Iterator[tuple[Batch, R]]:
     """Run ``task`` on every batch through ``executor`` (in-process by default) behind one
     progress display; yields ``(batch, result)`` as batches finish. ``done_runs``: runs finished
-    before (a resumed sweep), counted in the display.
+    before (a resumed sweep), counted in the display. ``batches`` may be a list that the caller
+    extends while it consumes the results: what it appends before asking for the next result is
+    run too (:func:`train_protocols`), and counted in the display.
 
     A batch whose task raises does not stop the others: once every batch has been tried,
     :class:`~shallowflow.errors.BatchesFailed` names each failed batch (``name(batch)``) with
     its error."""
     executor = executor or LocalExecutor()
-    total = done_runs + sum(b.size for b in batches)
     failed: list[tuple[str, Failure]] = []
+    counted, total = 0, done_runs
     with make_progress(show_progress) as bar:
         outer = bar.add_task(f"{label}: runs" if label else "runs", total=total,
                              completed=done_runs)
+
+        def count_new() -> None:
+            nonlocal counted, total
+            if len(batches) > counted:
+                total += sum(b.size for b in batches[counted:])
+                counted = len(batches)
+                bar.update(outer, total=total)
+
+        count_new()
         for batch, result in executor.run(task, batches, bar, lambda b: f"  {name(b)}"):
             if isinstance(result, Failure):
                 failed.append((name(batch), result))
-                continue
-            bar.advance(outer, batch.size)
-            yield batch, result
+            else:
+                bar.advance(outer, batch.size)
+                yield batch, result
+            count_new()
     if failed:
-        raise BatchesFailed(failed, len(batches) - len(failed)) from failed[0][1].error
+        raise BatchesFailed(failed, counted - len(failed)) from failed[0][1].error
+
+
+Protocol = Generator[Sequence[Experiment], list[xr.Dataset], Any]
+"""A chain of training steps: it yields the experiments it needs trained next, receives their
+Datasets (one per experiment, as :func:`train` returns them) and finally returns its result."""
 
 
 def train(experiments: Experiment | Sequence[Experiment], *, label: str = "",
@@ -165,48 +186,111 @@ def train(experiments: Experiment | Sequence[Experiment], *, label: str = "",
     id hashes the batch's runs and their specs), so an interrupted caller resumes.
     """
     exps = [experiments] if isinstance(experiments, Experiment) else list(experiments)
-    chosen = [range(e.runs) if runs is None else [int(r) for r in runs] for e in exps]
-    check_memory(estimate([(e, len(rs)) for e, rs in zip(exps, chosen, strict=True)],
-                          max_batch, hold=True), force)
-    refs = [RunRef(e, r) for e, rs in zip(exps, chosen, strict=True) for r in rs]
-    owner = [k for k, rs in enumerate(chosen) for _ in rs]  # tags: the experiment of each run
-    parts: list[list[tuple[int, xr.Dataset]]] = [[] for _ in exps]
-    batches = plan(refs, max_batch, owner)
-    if store is None:
-        results = execute(functools.partial(train_batch, keep_data=keep_data), batches, label,
-                          show_progress, executor)
-    else:
-        results = _stored(batches, store, keep_data, label, show_progress, executor)
-    for batch, ds in results:
+    return train_protocols([_once(exps)], label=label, show_progress=show_progress,
+                           executor=executor, max_batch=max_batch, keep_data=keep_data,
+                           runs=runs, force=force, store=store)[0]
+
+
+def _once(experiments: list[Experiment]) -> Protocol:
+    """The protocol of one step: train ``experiments``, return their Datasets."""
+    return (yield experiments)
+
+
+@dataclass
+class _Step:
+    """A step of protocol ``protocol`` in training: per experiment, its finished parts
+    ``(first run index, Dataset)``, and the number of its batches still out."""
+
+    protocol: int
+    parts: list[list[tuple[int, xr.Dataset]]]
+    waiting: int = 0
+
+
+def train_protocols(protocols: Sequence[Protocol], *, label: str = "",
+                    show_progress: bool = True, executor: Executor | None = None,
+                    max_batch: int = 4096, keep_data: bool = False,
+                    runs: Sequence[int] | None = None, force: bool = False,
+                    store: Path | None = None) -> list[Any]:
+    """Drive every protocol to its end and return their results, in order.
+
+    Each step is trained as :func:`train` would train it alone (the same batches, ids and
+    Datasets; ``runs``, ``keep_data``, ``store``, ``force``: as there, for every step; the
+    memory check is made per step), but the batches of all protocols share one executor run: a
+    step's batches are handed to the executor as soon as the step is known, while the other
+    protocols' batches run. So independent chains (a threshold search per d) never wait for
+    each other, and a step that a protocol's results decide needs no barrier across protocols.
+    A protocol's result depends on its own steps only, so it is the same whichever executor
+    runs them, and in whatever order batches finish."""
+    protocols = list(protocols)
+    results: list[Any] = [None] * len(protocols)
+    pending: list[Batch] = []  # grows while the executor runs: it runs what is appended
+    step_of: dict[int, _Step] = {}  # id(batch) -> its step
+    stored: list[tuple[Batch, xr.Dataset]] = []  # batches found in the store (a resume)
+    if store is not None:
+        store.mkdir(parents=True, exist_ok=True)
+        clean_stale(store)
+
+    def advance(k: int, datasets: list[xr.Dataset] | None) -> None:
+        """Send protocol ``k`` its step's Datasets; plan the batches of the step it asks for."""
+        try:
+            exps = list(protocols[k].send(datasets))
+        except StopIteration as end:
+            results[k] = end.value
+            return
+        chosen = [range(e.runs) if runs is None else [int(r) for r in runs] for e in exps]
+        check_memory(estimate([(e, len(rs)) for e, rs in zip(exps, chosen, strict=True)],
+                              max_batch, hold=True), force)
+        refs = [RunRef(e, r) for e, rs in zip(exps, chosen, strict=True) for r in rs]
+        owner = [j for j, rs in enumerate(chosen) for _ in rs]  # tags: the experiment of each run
+        step = _Step(k, [[] for _ in exps])
+        for batch in plan(refs, max_batch, owner):
+            step_of[id(batch)] = step
+            step.waiting += 1
+            if store is not None and (store / f"{batch.id}.nc").is_file():
+                stored.append((batch, read_netcdf(store / f"{batch.id}.nc")))
+            else:
+                pending.append(batch)
+        if not step.waiting:  # nothing to train (no runs): the step is done
+            advance(k, [_assemble(p) for p in step.parts])
+
+    def finish(batch: Batch, ds: xr.Dataset) -> None:
+        """File a finished batch's runs under its step's experiments; a complete step goes
+        back to its protocol."""
+        step = step_of.pop(id(batch))
         positions: dict[int, list[int]] = {}
-        for pos, k in enumerate(batch.tags):
-            positions.setdefault(k, []).append(pos)
-        for k, pos in positions.items():
+        for pos, j in enumerate(batch.tags):
+            positions.setdefault(j, []).append(pos)
+        for j, pos in positions.items():
             part = ds if len(pos) == ds.sizes["run"] else ds.isel(run=pos)
-            parts[k].append((batch.refs[pos[0]].index, part))
-    return [_assemble(sorted(p, key=lambda item: item[0])) for p in parts]
+            step.parts[j].append((batch.refs[pos[0]].index, part))
+        step.waiting -= 1
+        if not step.waiting:
+            advance(step.protocol,
+                    [_assemble(sorted(p, key=lambda item: item[0])) for p in step.parts])
 
+    def drain() -> None:
+        while stored:
+            finish(*stored.pop())
 
-def _stored(batches: Sequence[Batch], store: Path, keep_data: bool, label: str,
-            show_progress: bool, executor: Executor | None) -> Iterator[tuple[Batch, xr.Dataset]]:
-    """``(batch, Dataset)`` for every batch: read from ``store`` where its file exists, else
-    trained (through ``executor``) into it and read back."""
-    store.mkdir(parents=True, exist_ok=True)
-    clean_stale(store)
-    pending, done = unfinished(batches, store)
-    waiting = {b.id for b in pending}
-    for batch in batches:
-        if batch.id not in waiting:
-            yield batch, read_netcdf(store / f"{batch.id}.nc")
-    task = functools.partial(train_batch_file, keep_data=keep_data, store=store)
-    for batch, path in execute(task, pending, label, show_progress, executor, done):
-        yield batch, read_netcdf(path)
+    for k in range(len(protocols)):
+        advance(k, None)
+    drain()
+    if store is None:
+        task = functools.partial(train_batch, keep_data=keep_data)
+    else:
+        task = functools.partial(train_batch_file, keep_data=keep_data, store=store)
+    for batch, result in execute(task, pending, label, show_progress, executor):
+        finish(batch, result if store is None else read_netcdf(result))
+        drain()
+    return results
 
 
 def _assemble(parts: list[tuple[int, xr.Dataset]]) -> xr.Dataset:
     """One experiment's runs from its batches (each a run-index-ordered block), run counted
     from 0. Data shared by every run is kept once (dims ``sample, dim``)."""
     dss = [ds for _, ds in parts]
+    if not dss:
+        return xr.Dataset()
     if len(dss) == 1:
         out = dss[0]
     else:
@@ -219,16 +303,36 @@ def _assemble(parts: list[tuple[int, xr.Dataset]]) -> xr.Dataset:
     return out.assign_coords(run=np.arange(out.sizes["run"]))
 
 
-Train = Callable[..., list[xr.Dataset]]
-"""What a reproduction's ``simulate`` gets: :func:`train` with the caller's progress and
-executor settings (``train(experiments, label=..., keep_data=..., max_batch=...)``)."""
+@dataclass(frozen=True)
+class Trainer:
+    """What a reproduction's ``simulate`` gets: :func:`train` (calling it) and
+    :func:`train_protocols` (:meth:`protocols`) bound to the caller's progress display,
+    executor, ``force`` and ``store``; their other keyword arguments are passed through."""
+
+    show_progress: bool = True
+    executor: Executor | None = None
+    force: bool = False
+    store: Path | None = None
+
+    def _bound(self) -> dict[str, Any]:
+        return {"show_progress": self.show_progress, "executor": self.executor,
+                "force": self.force, "store": self.store}
+
+    def __call__(self, experiments: Experiment | Sequence[Experiment],
+                 **options: Any) -> list[xr.Dataset]:
+        return train(experiments, **self._bound(), **options)
+
+    def protocols(self, protocols: Sequence[Protocol], **options: Any) -> list[Any]:
+        return train_protocols(protocols, **self._bound(), **options)
+
+
+Train = Trainer
 
 
 def trainer(show_progress: bool = True, executor: Executor | None = None,
-            force: bool = False, store: Path | None = None) -> Train:
-    """:func:`train` bound to ``show_progress``, ``executor``, ``force`` and ``store``."""
-    return functools.partial(train, show_progress=show_progress, executor=executor, force=force,
-                             store=store)
+            force: bool = False, store: Path | None = None) -> Trainer:
+    """A :class:`Trainer` bound to ``show_progress``, ``executor``, ``force`` and ``store``."""
+    return Trainer(show_progress, executor, force, store)
 
 
 def simulate(exp: Experiment, runs: Sequence[int] | None = None,

@@ -32,7 +32,7 @@ from shallowflow.config import Experiment, experiment_from_mapping
 from shallowflow.curves import max_rise
 from shallowflow.theory.good_init import good_init_event, neurons_for
 from shallowflow.theory.training_budget import budget, threshold
-from shallowflow.training import Train
+from shallowflow.training import Protocol, Train
 
 
 def convergence_experiment(n: int, d: int, p: int | None, runs: int, seed: int,
@@ -108,16 +108,29 @@ def convergence_grids(requests: Sequence[GridRequest], train: Train) -> list[xr.
     exps = [req.experiments() for req in requests]
     total = sum(len(e) for e in exps)
     dims = sorted({req.d for req in requests})
-    trained = iter(train([e for group in exps for e in group], keep_data=True,
-                         label=f"d = {', '.join(map(str, dims))}: {total} grid point(s)"))
-    grids = []
-    for req, group in zip(requests, exps, strict=True):
-        parts = [point_summary(exp, next(trained)).expand_dims(n=[exp.data.n])
-                 .assign_coords(p=("n", [exp.model.width])) for exp in group]
-        out = xr.concat(parts, dim="n", combine_attrs="drop")
-        out.attrs.update({"d": req.d, "first_layer": req.first_layer})
-        grids.append(out)
-    return grids
+    trained = train([e for group in exps for e in group], keep_data=True,
+                    label=f"d = {', '.join(map(str, dims))}: {total} grid point(s)")
+    starts = np.cumsum([0] + [len(e) for e in exps])
+    return [_grid(req, group, trained[a:b])
+            for req, group, a, b in zip(requests, exps, starts[:-1], starts[1:], strict=True)]
+
+
+def grid_steps(request: GridRequest) -> Protocol:
+    """One grid as a step of a :data:`~shallowflow.training.Protocol` (``yield from`` it in a
+    protocol trained with ``keep_data=True``): its experiments in one step; returns the grid."""
+    exps = request.experiments()
+    return _grid(request, exps, (yield exps))
+
+
+def _grid(request: GridRequest, exps: Sequence[Experiment],
+          trained: Sequence[xr.Dataset]) -> xr.Dataset:
+    """The grid of ``request`` (dimensions n, run; the width p on n) from its experiments'
+    trained Datasets (with their data)."""
+    parts = [point_summary(exp, ds).expand_dims(n=[exp.data.n])
+             .assign_coords(p=("n", [exp.model.width])) for exp, ds in zip(exps, trained, strict=True)]
+    out = xr.concat(parts, dim="n", combine_attrs="drop")
+    out.attrs.update({"d": request.d, "first_layer": request.first_layer})
+    return out
 
 
 def convergence_grid(ns: Sequence[int], d: int, p: int | None, runs: int, seed: int,

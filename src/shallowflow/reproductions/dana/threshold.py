@@ -30,12 +30,12 @@ from shallowflow.reproductions.base import Figure, Section
 from shallowflow.reproductions.claims import Claim
 from shallowflow.reproductions.dana.convergence import (
     GridRequest,
-    convergence_grids,
     grid_part,
+    grid_steps,
     stack_grids,
     summarise,
 )
-from shallowflow.training import Train
+from shallowflow.training import Protocol, Train
 
 MAX_REL_WIDTH = 0.5  # thresholds less certain than this (median interval / N) decide nothing
 MIN_THRESHOLDS = 3  # laws are fitted to at least this many thresholds
@@ -63,36 +63,37 @@ def find_threshold(d: int, p: int, runs: int, coarse_runs: int, span: float, ste
 def find_thresholds(points: Sequence[tuple[int, int, int]], runs: int, coarse_runs: int,
                     span: float, step: float, train: Train, n_start: int | None = None,
                     growth: float = 1.5) -> list[xr.Dataset]:
-    """:func:`find_threshold` at every ``(d, p, seed)`` of ``points``, in lockstep: each round of
-    the coarse search trains the next n of every unfinished point in one call, and the final
-    grids are trained in one call, so an executor runs the points side by side. Each point's
-    runs, seeds and decisions are those of its own :func:`find_threshold`."""
-    n = [max(4, n_start or 4 * d) for d, _, _ in points]  # below ~4d the budget t_inf is tiny
-    coarse: list[list[tuple[int, float]]] = [[] for _ in points]
-    searching = list(range(len(points)))
+    """:func:`find_threshold` at every ``(d, p, seed)`` of ``points``, side by side: each
+    point's search is a :data:`~shallowflow.training.Protocol` (:func:`threshold_search`) and
+    ``train.protocols`` hands every step to the executor as soon as it is known, so one point's
+    final grid trains while another is still bracketing. Each point's runs, seeds and decisions
+    are those of its own :func:`find_threshold`."""
+    dims = ", ".join(sorted({str(d) for d, _, _ in points}, key=int))
+    return train.protocols(
+        [threshold_search(d, p, seed, runs, coarse_runs, span, step, n_start, growth)
+         for d, p, seed in points], keep_data=True, label=f"d = {dims}: threshold search")
+
+
+def threshold_search(d: int, p: int, seed: int, runs: int, coarse_runs: int, span: float,
+                     step: float, n_start: int | None = None, growth: float = 1.5) -> Protocol:
+    """The protocol of one (d, p) (module docstring): the coarse search, one n per step, then
+    the final grid; returns the grid."""
+    n = max(4, n_start or 4 * d)  # below ~4d the budget t_inf is tiny
+    coarse: list[tuple[int, float]] = []
     for k in range(40):
-        if not searching:
+        g = yield from grid_steps(GridRequest([n], d, p, coarse_runs, seed + 100_000 + k))
+        prob = float(summarise(g).probability.values[0])
+        coarse.append((n, prob))
+        if prob < 0.5:
             break
-        grids = convergence_grids([GridRequest([n[i]], points[i][0], points[i][1], coarse_runs,
-                                               points[i][2] + 100_000 + k) for i in searching],
-                                  train)
-        for i, g in zip(list(searching), grids, strict=True):
-            prob = float(summarise(g).probability.values[0])
-            coarse[i].append((n[i], prob))
-            if prob < 0.5:
-                searching.remove(i)
-            else:
-                n[i] = int(np.ceil(n[i] * growth))
-    requests = []
-    for i, (d, p, seed) in enumerate(points):
-        above = [m for m, q in coarse[i] if q >= 0.5]
-        low = above[-1] if above else max(2, int(n[i] / growth))
-        centre = 0.5 * (low + n[i])
-        stride = max(1, round(step * d))
-        lo = max(2, round(centre - span * d), round(centre / 2))  # small n: t_inf is tiny there
-        requests.append(GridRequest(np.arange(lo, round(centre + span * d) + 1, stride), d, p,
-                                    runs, seed))
-    return convergence_grids(requests, train)
+        n = int(np.ceil(n * growth))
+    above = [m for m, q in coarse if q >= 0.5]
+    low = above[-1] if above else max(2, int(n / growth))
+    centre = 0.5 * (low + n)
+    stride = max(1, round(step * d))
+    lo = max(2, round(centre - span * d), round(centre / 2))  # small n: t_inf is tiny there
+    return (yield from grid_steps(GridRequest(np.arange(lo, round(centre + span * d) + 1, stride),
+                                              d, p, runs, seed)))
 
 
 def grid_threshold(grid: xr.Dataset, rule: str = "text") -> ThresholdFit | None:
