@@ -90,3 +90,31 @@ def test_sigterm_leaves_no_half_written_folder(tmp_path):
     assert not out.exists() and not [p for p in tmp_path.glob(".rep*") if p != store]
     assert not store.exists() or all(f.suffix == ".nc" and not f.name.startswith(".")
                                      for f in store.iterdir())
+
+
+def test_the_command_exits_quickly_with_everything_written(tmp_path):
+    """The ``shallowflow`` command leaves with ``os._exit`` after its exit handlers: its exit
+    code, its piped output and its files are all there, the exit handlers ran, and xarray never
+    imported dask.array in it (it was told the process holds no dask arrays)."""
+    import subprocess
+    import sys
+
+    from conftest import TINY_EXPERIMENT
+    from shallowflow.store import read_netcdf
+
+    (tmp_path / "tiny.toml").write_text(TINY_EXPERIMENT)
+    probe = ("import atexit, sys\n"
+             "atexit.register(lambda: print('dask.array imported:', 'dask.array' in sys.modules,"
+             " file=sys.stderr))\n"
+             "from shallowflow.cli import main\n"
+             "sys.argv = ['shallowflow'] + sys.argv[1:]\n"
+             "main()\n")
+    ok = subprocess.run([sys.executable, "-c", probe, "run", "tiny.toml", "--out", "r"],
+                        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0, ok.stderr
+    assert "Written to r" in ok.stdout
+    assert "dask.array imported: False" in ok.stderr
+    assert "loss" in read_netcdf(tmp_path / "r" / "results.nc")
+    bad = subprocess.run([sys.executable, "-c", probe, "run", "missing.toml", "--out", "s"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "error:" in bad.stderr and not (tmp_path / "s").exists()
