@@ -457,6 +457,12 @@ def test_group_problem_from_network_reads_the_setting():
         gd.GroupProblem.from_network(X, y, 2 * a, W)
     with pytest.raises(ValueError, match="sign"):
         gd.GroupProblem.from_network(X, -y, a, W)
+    # a float32 network is balanced to its rounding only: accepted; the same imbalance in
+    # float64 is a real one: refused
+    f32 = [v.astype(np.float32) for v in (X, y, a, W)]
+    assert gd.GroupProblem.from_network(*f32).p == p
+    with pytest.raises(ValueError, match="balanced"):
+        gd.GroupProblem.from_network(X, y, a * (1 + 3e-7), W)
 
 
 # -------------------------------------------------------------------------------------- demo

@@ -1,6 +1,7 @@
-"""Step-size certificate: how far a GD trajectory is from gradient flow (docs/math.md §8.10).
+"""Certificates of a trajectory: how far GD is from gradient flow (step size, docs/math.md
+§8.10), and how far a float32 run is from the same run in float64 (precision, §8.13).
 
-GD with step eta is the Euler scheme of dtheta/dt = -T grad L, so a probe P recorded at flow time t
+Step size. GD with step eta is the Euler scheme of dtheta/dt = -T grad L, so a probe P recorded at flow time t
 satisfies P_eta(t) = P_flow(t) + C(t) eta + O(eta^2). The certificate reruns the same runs at eta/2
 (and eta/4) with the same record times and reports, per run,
 
@@ -15,11 +16,21 @@ whenever a neuron-sample pair changes activation (the ReLU gradient field is dis
 shift of O(eta) in the crossing time changes the recorded mu by O(1) there. Measured on sphere
 data (n = 30, p = 8, lr = 0.02): the lr-vs-lr/2 over lr/2-vs-lr/4 ratio was 1.9-2.3 for loss,
 norms and weights, but 0.5-0.9 for mu.
+
+Precision. A float32 batch reruns its first k runs in float64 (same data, initialisation, keys
+and record times; the float32 run starts from the rounded initialisation) and each of them gets
+abs and rel as above, float32 against float64; the other runs get NaN.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from shallowflow.config import Experiment
 
 CERTIFIED_PROBES = ("loss", "neuron_norm", "log_norm", "a", "param_norm_sq", "output", "W")
 
@@ -56,3 +67,64 @@ def verdict(rel: np.ndarray, tol: float | None) -> str:
     if tol is not None:
         text += f"; tolerance {tol:g}: " + ("PASS" if worst <= tol else "FAIL")
     return text
+
+
+def precision_verdict(rel: np.ndarray, tol: float | None) -> str:
+    """A one-line summary of a precision certificate (``rel``: (run,), NaN for the runs that
+    were not rerun in float64)."""
+    sampled = np.isfinite(rel)
+    worst = float(np.max(rel[sampled])) if sampled.any() else float("nan")
+    text = (f"precision certificate: {int(sampled.sum())} of {rel.size} float32 runs rerun in "
+            f"float64, max relative distance {worst:.3g}")
+    if tol is not None:
+        text += f"; tolerance {tol:g}: " + ("PASS" if worst <= tol else "FAIL")
+    return text
+
+
+@dataclass(frozen=True)
+class Precision:
+    """The precision every experiment of a job trains in: float64 (the default, experiments
+    as given), or float32 with the first ``certify`` runs of every batch rerun in float64 and
+    their distances recorded (``tol``: the relative distance required to pass; docs/math.md
+    §8.13). What ``shallowflow reproduce --dtype float32 --certify-precision K`` sets."""
+
+    dtype: Literal["float64", "float32"] = "float64"
+    certify: int = 0
+    tol: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.dtype not in ("float64", "float32"):
+            raise ValueError(f"--dtype: must be float64 or float32, got {self.dtype!r}")
+        if self.certify < 0:
+            raise ValueError(f"--certify-precision: must be >= 0, got {self.certify}")
+        if self.certify and self.dtype != "float32":
+            raise ValueError(f"--certify-precision: reruns float32 runs in float64; needs "
+                             f"--dtype float32 (got {self.dtype})")
+        if self.tol is not None and not (self.certify and self.tol > 0):
+            raise ValueError(f"--certify-precision-tol: needs --certify-precision >= 1 and a "
+                             f"tolerance > 0 (got {self.tol:g})")
+
+    @property
+    def default(self) -> bool:
+        return self == Precision()
+
+    def apply(self, exp: Experiment) -> Experiment:
+        """``exp`` trained in this precision (unchanged for the default)."""
+        if self.default:
+            return exp
+        train = exp.train.model_validate({**exp.train.model_dump(), "dtype": self.dtype,
+                                          "certify_precision": self.certify,
+                                          "certify_precision_tol": self.tol})
+        return exp.model_copy(update={"train": train})
+
+    def describe(self, rel: np.ndarray | None = None) -> str:
+        """One line for a report: the dtype and, for certified float32, the verdict over the
+        runs' distances ``rel`` (NaN: not rerun)."""
+        if self.dtype == "float64":
+            return "float64 (the default)."
+        text = "float32"
+        if not self.certify:
+            return text + ", not certified."
+        if rel is None or not rel.size:
+            return text + f"; {self.certify} run(s) of every batch rerun in float64."
+        return text + f"; {precision_verdict(rel, self.tol)}."

@@ -209,6 +209,11 @@ def run(
         console.print(f"[cyan]note:[/] {escape(note)}", highlight=False)
     if "certificate" in ds.attrs:
         out.print(ds.attrs["certificate"], highlight=False)
+    if "precision_rel" in ds:
+        from shallowflow.certificate import precision_verdict
+
+        out.print(precision_verdict(ds["precision_rel"].values, exp.train.certify_precision_tol),
+                  highlight=False)
     loss = ds["loss"].values
     out.print(
         f"{exp.name}: {ds.sizes['run']} run(s), {int(ds.step[-1])} steps (flow time "
@@ -317,10 +322,19 @@ def reproduce(
     workers: WorkersOption = None,
     resume: Annotated[bool, typer.Option(
         help="reuse the batches an interrupted run of the same command finished")] = False,
+    dtype: Annotated[str, typer.Option(
+        help="float64 (default) or float32 for every run")] = "float64",
+    certify_precision: Annotated[int, typer.Option(
+        help="with --dtype float32: rerun this many runs of every batch in float64 and report "
+             "their distance")] = 0,
+    certify_precision_tol: Annotated[Optional[float], typer.Option(  # noqa: UP045
+        help="the relative distance the float32 runs must stay within (PASS/FAIL)")] = None,
 ) -> None:
     """Run a paper experiment: figures, claims.json (verdict per claim) and report.md; with
     --from, re-judge and redraw a saved one in seconds. With --executor dask, the independent
-    batches of each training call (grid points, seeds, initialisations) run on Dask workers."""
+    batches of each training call (grid points, seeds, initialisations) run on Dask workers.
+    With --dtype float32 --certify-precision K, every batch runs in float32 and its first K runs
+    again in float64: the report states the precision and the largest distance."""
     finished: list[str] = []
     names: list[str] = [name]
 
@@ -337,12 +351,14 @@ def reproduce(
                 f"when complete); {again}")
 
     with _guard(state), contextlib.ExitStack() as stack:
+        from shallowflow.certificate import Precision
         from shallowflow.executors import make_executor
         from shallowflow.reproductions import catalogue, rejudge, run_reproduction
 
-        if from_ is not None and (name == "all" or set_):
+        precision = Precision(dtype, certify_precision, certify_precision_tol)  # type: ignore[arg-type]
+        if from_ is not None and (name == "all" or set_ or not precision.default):
             raise ValueError("--from: re-judges one saved reproduction as it was run; give one "
-                             "NAME and no --set")
+                             "NAME and no --set, --dtype or --certify-precision")
         names[:] = list(catalogue()) if name == "all" else [name]
         runner = make_executor(executor, address, workers)  # refused before any work if unknown
         if from_ is None:
@@ -357,7 +373,8 @@ def reproduce(
                 console.print(f"[bold]{item}[/] (preset {preset})", highlight=False)
                 _, claims = run_reproduction(item, folder, preset, set_ or [],
                                              overwrite=overwrite, show_progress=not quiet,
-                                             executor=runner, force=force, resume=resume)
+                                             executor=runner, force=force, resume=resume,
+                                             precision=precision)
             out.print(f"{item}:", highlight=False)
             for c in claims:
                 out.print(f"  {c.verdict:15s} {c.id}: measured {c.measured}", highlight=False)

@@ -650,6 +650,11 @@ class TrainSpec(_Strict):
         "auto", description="train in the span of the data (auto: when n < d or rows are orthogonal)")
     certify: int = Field(0, ge=0, le=2, description="rerun at lr/2 (1) and lr/4 (2)")
     certify_tol: float | None = Field(None, gt=0, description="required relative certificate")
+    certify_precision: int = Field(
+        0, ge=0, description="float32 runs: rerun this many runs of each batch (its first ones) "
+        "in float64 and record their distance (docs/math.md §8.13)")
+    certify_precision_tol: float | None = Field(
+        None, gt=0, description="required relative precision certificate")
     polish: Literal["none", "newton", "bfgs", "lbfgs"] = Field(
         "none", description="polish each end point to the nearest stationary point "
         "(docs/math.md §9.5); the polished network and the distance moved are recorded")
@@ -673,6 +678,11 @@ class TrainSpec(_Strict):
             raise ValueError("span: 'on' needs full-batch GD, not sgd")
         if self.certify_tol is not None and self.certify == 0:
             raise ValueError("certify_tol: needs train.certify >= 1")
+        if self.certify_precision and self.dtype != "float32":
+            raise ValueError(f"certify_precision: reruns float32 runs in float64; needs "
+                             f"train.dtype = 'float32' (got {self.dtype!r})")
+        if self.certify_precision_tol is not None and self.certify_precision == 0:
+            raise ValueError("certify_precision_tol: needs train.certify_precision >= 1")
         if self.optimizer == "sgd" and self.onedim == "on":
             raise ValueError("onedim: 'on' needs full-batch GD, not sgd")
         if self.second_layer_rate not in (0.0, 1.0) and self.layers == "first":

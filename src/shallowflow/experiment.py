@@ -311,9 +311,8 @@ def run_batch(batch: BatchInputs,
     ``train.certify`` asks for it)."""
     result = _run_engine(batch, 0, progress)
     ds = to_dataset(batch, result)
-    levels = batch.refs[0].experiment.train.certify
-    if levels:
-        ds = _certify(ds, batch, result, levels)
+    for attach in CERTIFICATES:
+        ds = attach(ds, batch, result)
     return end_states(ds, batch)
 
 
@@ -333,8 +332,12 @@ def end_states(ds: xr.Dataset, batch: BatchInputs) -> xr.Dataset:
     return ds.merge(end, combine_attrs="drop_conflicts")
 
 
-def _certify(ds: xr.Dataset, batch: BatchInputs, result: EngineResult, levels: int) -> xr.Dataset:
-    """Rerun at lr/2 (and lr/4) and attach the certificate (shallowflow.certificate)."""
+def certify_step(ds: xr.Dataset, batch: BatchInputs, result: EngineResult) -> xr.Dataset:
+    """With ``train.certify`` = 1 or 2: rerun at lr/2 (and lr/4) and attach the step-size
+    certificate (:mod:`shallowflow.certificate`, docs/math.md §8.10)."""
+    levels = batch.refs[0].experiment.train.certify
+    if not levels:
+        return ds
     runs = [result] + [_run_engine(batch, k) for k in range(1, levels + 1)]
     abs_d, rel_d, by_probe = [], [], []
     for coarse, fine in itertools.pairwise(runs):
@@ -356,6 +359,43 @@ def _certify(ds: xr.Dataset, batch: BatchInputs, result: EngineResult, levels: i
     if tol is not None:
         ds["certified"] = ("run", rel[:, 0] <= tol)
     return ds
+
+
+def certify_precision(ds: xr.Dataset, batch: BatchInputs, result: EngineResult) -> xr.Dataset:
+    """With ``train.certify_precision`` = k (a float32 batch): rerun the batch's first k runs in
+    float64 and attach, per run, ``precision_abs``, ``precision_rel`` and
+    ``precision_rel_by_probe`` (NaN for the runs not rerun; the verdict over all batches of an
+    experiment: :func:`shallowflow.certificate.precision_verdict`; docs/math.md §8.13)."""
+    train = batch.refs[0].experiment.train
+    k = min(train.certify_precision, len(batch.refs))
+    if not k:
+        return ds
+    in_float64 = {"dtype": "float64", "certify_precision": 0, "certify": 0, "certify_tol": None,
+                  "certify_precision_tol": None}
+    refs = [RunRef(r.experiment.model_copy(
+                update={"train": r.experiment.train.model_copy(update=in_float64)}), r.index)
+            for r in batch.refs[:k]]
+    reference = _run_engine(prepare_batch(refs))
+    sampled = {name: values[:k] for name, values in result.records.items()}
+    abs_k, rel_k, by_probe = certificate.distances(sampled, reference.records)
+    R, names = len(batch.refs), list(by_probe)
+
+    def padded(values: np.ndarray) -> np.ndarray:  # NaN for the runs not rerun
+        return np.concatenate([values, np.full((R - k, *values.shape[1:]), np.nan)])
+
+    rel = padded(rel_k)
+    ds = ds.assign_coords(certified_probe=names)
+    ds["precision_abs"] = ("run", padded(abs_k))
+    ds["precision_rel"] = ("run", rel)
+    ds["precision_rel_by_probe"] = (("run", "certified_probe"),
+                                    padded(np.stack([by_probe[n] for n in names], axis=1)))
+    return ds
+
+
+CERTIFICATES: tuple[Callable[[xr.Dataset, BatchInputs, EngineResult], xr.Dataset], ...] = (
+    certify_step, certify_precision)
+"""What :func:`run_batch` attaches to a trained batch, each a no-op unless its ``train`` options
+ask for it."""
 
 
 def batch_data(batch: BatchInputs) -> xr.Dataset:

@@ -305,7 +305,7 @@ def load_batches(out: str | Path) -> list[xr.Dataset]:
 
 
 SUMMARY_VARIABLES = ("loss", "stopped", "stop_step", "diverged", "diverge_step", "run_index",
-                     "seed", "point", *TABLE_FIELDS)
+                     "seed", "point", "precision_rel", *TABLE_FIELDS)
 """What :func:`summarise` reads of a batch file (not the parameters, most of its bytes)."""
 
 
@@ -334,6 +334,8 @@ def _batch_rows(ds: xr.Dataset, values: dict[int, dict[str, Any]]) -> pd.DataFra
         "diverge_step": ds["diverge_step"].values.astype(np.int64),
         "final_time": np.full(runs, float(ds["time"].values[-1])),
     })
+    if "precision_rel" in ds:  # float32 runs rerun in float64 (NaN: not rerun)
+        columns["precision_rel"] = ds["precision_rel"].values.astype(np.float64)
     ends = end_table(ds).drop(columns="run").reset_index(drop=True)
     return pd.concat([pd.DataFrame(columns), ends], axis=1)
 
@@ -354,8 +356,9 @@ def _summarised(path: Path, files: list[Path]) -> pd.DataFrame | None:
 
 def summarise(out: str | Path) -> pd.DataFrame:
     """Rebuild ``summary.parquet``: one row per finished run, with its grid values, why it
-    stopped (``stop_reason``, ``end_step``) and, with ``train.certify_end``, its end-state
-    verdict (``label``, ``grad_norm``, ``eig_min``, ...: :func:`shallowflow.stationary.end_table`).
+    stopped (``stop_reason``, ``end_step``), with ``train.certify_precision`` its distance to
+    float64 (``precision_rel``) and, with ``train.certify_end``, its end-state verdict
+    (``label``, ``grad_norm``, ``eig_min``, ...: :func:`shallowflow.stationary.end_table`).
 
     The rows of a batch come from its file, read with only the variables the table needs (one
     file at a time: the memory does not grow with the sweep), or from the summary being

@@ -29,13 +29,14 @@ import functools
 import hashlib
 import json
 from collections.abc import Callable, Generator, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
 import xarray as xr
 
+from shallowflow.certificate import Precision
 from shallowflow.config import DIGEST, Experiment
 from shallowflow.errors import BatchesFailed
 from shallowflow.executors import Executor, Failure, LocalExecutor, StepCallback
@@ -45,6 +46,8 @@ from shallowflow.progress import make_progress
 from shallowflow.store import clean_stale, read_netcdf, write_netcdf
 
 R = TypeVar("R")
+DEFAULT_PRECISION = Precision()
+"""Experiments trained as given (:class:`~shallowflow.certificate.Precision`)."""
 
 
 @dataclass(frozen=True)
@@ -169,7 +172,8 @@ def train(experiments: Experiment | Sequence[Experiment], *, label: str = "",
           show_progress: bool = True, executor: Executor | None = None,
           max_batch: int = 4096, keep_data: bool = False,
           runs: Sequence[int] | None = None, force: bool = False,
-          store: Path | None = None) -> list[xr.Dataset]:
+          store: Path | None = None, precision: Precision = DEFAULT_PRECISION,
+          on_batch: Callable[[xr.Dataset], None] | None = None) -> list[xr.Dataset]:
     """Train every run of ``experiments`` in as few compiled batches as their signatures allow.
 
     Returns one Dataset per experiment, in order, holding its runs in run-index order (the
@@ -184,11 +188,16 @@ def train(experiments: Experiment | Sequence[Experiment], *, label: str = "",
     ``store``: a folder that keeps each finished batch as ``<batch id>.nc`` (written atomically
     where the batch ran); a batch whose file is already there is read, not trained again (the
     id hashes the batch's runs and their specs), so an interrupted caller resumes.
+
+    ``precision``: every experiment trained in this precision (default: as given; float32 with
+    a float64 rerun of a sample: :class:`~shallowflow.certificate.Precision`). ``on_batch``:
+    called with each finished batch's Dataset (e.g. to collect its certificates).
     """
     exps = [experiments] if isinstance(experiments, Experiment) else list(experiments)
     return train_protocols([_once(exps)], label=label, show_progress=show_progress,
                            executor=executor, max_batch=max_batch, keep_data=keep_data,
-                           runs=runs, force=force, store=store)[0]
+                           runs=runs, force=force, store=store, precision=precision,
+                           on_batch=on_batch)[0]
 
 
 def _once(experiments: list[Experiment]) -> Protocol:
@@ -210,17 +219,19 @@ def train_protocols(protocols: Sequence[Protocol], *, label: str = "",
                     show_progress: bool = True, executor: Executor | None = None,
                     max_batch: int = 4096, keep_data: bool = False,
                     runs: Sequence[int] | None = None, force: bool = False,
-                    store: Path | None = None) -> list[Any]:
+                    store: Path | None = None, precision: Precision = DEFAULT_PRECISION,
+                    on_batch: Callable[[xr.Dataset], None] | None = None) -> list[Any]:
     """Drive every protocol to its end and return their results, in order.
 
     Each step is trained as :func:`train` would train it alone (the same batches, ids and
-    Datasets; ``runs``, ``keep_data``, ``store``, ``force``: as there, for every step; the
-    memory check is made per step), but the batches of all protocols share one executor run: a
-    step's batches are handed to the executor as soon as the step is known, while the other
-    protocols' batches run. So independent chains (a threshold search per d) never wait for
-    each other, and a step that a protocol's results decide needs no barrier across protocols.
-    A protocol's result depends on its own steps only, so it is the same whichever executor
-    runs them, and in whatever order batches finish."""
+    Datasets; ``runs``, ``keep_data``, ``store``, ``force``, ``precision``, ``on_batch``: as
+    there, for every step; the memory check is made per step), but the batches of all
+    protocols share one executor run: a step's batches are handed to the executor as soon as
+    the step is known, while the other protocols' batches run. So independent chains (a
+    threshold search per d) never wait for each other, and a step that a protocol's results
+    decide needs no barrier across protocols. A protocol's result depends on its own steps
+    only, so it is the same whichever executor runs them, and in whatever order batches
+    finish."""
     protocols = list(protocols)
     results: list[Any] = [None] * len(protocols)
     pending: list[Batch] = []  # grows while the executor runs: it runs what is appended
@@ -233,7 +244,7 @@ def train_protocols(protocols: Sequence[Protocol], *, label: str = "",
     def advance(k: int, datasets: list[xr.Dataset] | None) -> None:
         """Send protocol ``k`` its step's Datasets; plan the batches of the step it asks for."""
         try:
-            exps = list(protocols[k].send(datasets))
+            exps = [precision.apply(e) for e in protocols[k].send(datasets)]
         except StopIteration as end:
             results[k] = end.value
             return
@@ -257,6 +268,8 @@ def train_protocols(protocols: Sequence[Protocol], *, label: str = "",
         """File a finished batch's runs under its step's experiments; a complete step goes
         back to its protocol."""
         step = step_of.pop(id(batch))
+        if on_batch is not None:
+            on_batch(ds)
         positions: dict[int, list[int]] = {}
         for pos, j in enumerate(batch.tags):
             positions.setdefault(j, []).append(pos)
@@ -307,16 +320,25 @@ def _assemble(parts: list[tuple[int, xr.Dataset]]) -> xr.Dataset:
 class Trainer:
     """What a reproduction's ``simulate`` gets: :func:`train` (calling it) and
     :func:`train_protocols` (:meth:`protocols`) bound to the caller's progress display,
-    executor, ``force`` and ``store``; their other keyword arguments are passed through."""
+    executor, ``force``, ``store`` and ``precision``; their other keyword arguments are passed
+    through. It keeps the precision certificates of every batch it trained (``distances``)."""
 
     show_progress: bool = True
     executor: Executor | None = None
     force: bool = False
     store: Path | None = None
+    precision: Precision = DEFAULT_PRECISION
+    distances: list[np.ndarray] = field(default_factory=list, compare=False)
+    """The precision certificates (``precision_rel`` of every finished batch) so far."""
 
     def _bound(self) -> dict[str, Any]:
         return {"show_progress": self.show_progress, "executor": self.executor,
-                "force": self.force, "store": self.store}
+                "force": self.force, "store": self.store, "precision": self.precision,
+                "on_batch": self._collect}
+
+    def _collect(self, ds: xr.Dataset) -> None:
+        if "precision_rel" in ds:
+            self.distances.append(ds["precision_rel"].values)
 
     def __call__(self, experiments: Experiment | Sequence[Experiment],
                  **options: Any) -> list[xr.Dataset]:
@@ -330,9 +352,11 @@ Train = Trainer
 
 
 def trainer(show_progress: bool = True, executor: Executor | None = None,
-            force: bool = False, store: Path | None = None) -> Trainer:
-    """A :class:`Trainer` bound to ``show_progress``, ``executor``, ``force`` and ``store``."""
-    return Trainer(show_progress, executor, force, store)
+            force: bool = False, store: Path | None = None,
+            precision: Precision = DEFAULT_PRECISION) -> Trainer:
+    """A :class:`Trainer` bound to ``show_progress``, ``executor``, ``force``, ``store`` and
+    ``precision``."""
+    return Trainer(show_progress, executor, force, store, precision)
 
 
 def simulate(exp: Experiment, runs: Sequence[int] | None = None,

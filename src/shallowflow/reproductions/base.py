@@ -30,10 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import xarray as xr
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from shallowflow import enable_float64
+from shallowflow.certificate import Precision
 from shallowflow.config import ConfigError, format_validation_error, split_override
 from shallowflow.executors import Executor
 from shallowflow.reproductions import report
@@ -46,7 +48,7 @@ from shallowflow.store import (
     write_netcdf,
     write_text,
 )
-from shallowflow.training import Train, trainer
+from shallowflow.training import DEFAULT_PRECISION, Train, trainer
 
 RESULTS = "results.nc"
 
@@ -161,8 +163,9 @@ def _lookup(name: str) -> Reproduction:
 
 
 def _finish(rep: Reproduction, folder: Path, ds: xr.Dataset, params: Params, preset: str,
-            wall: float, extra: Mapping[str, Any]) -> list[Claim]:
-    """Judge, draw and write the report of a saved Dataset into ``folder``."""
+            wall: float, precision: str, extra: Mapping[str, Any]) -> list[Claim]:
+    """Judge, draw and write the report of a saved Dataset into ``folder`` (``precision``: the
+    line saying what precision it was trained in)."""
     import matplotlib.pyplot as plt
 
     claims = rep.judge(ds, params)
@@ -178,10 +181,11 @@ def _finish(rep: Reproduction, folder: Path, ds: xr.Dataset, params: Params, pre
     values = params.model_dump(mode="json")
     write_text(folder / "claims.json", to_json(claims))
     text = report.render(f"{rep.name}: {rep.title}", rep.summary, listed, claims,
-                         rep.protocol(ds, params), preset, values, wall)
+                         rep.protocol(ds, params), preset, values, wall, precision)
     write_text(folder / "report.md", text)
     write_text(folder / "params.json", json.dumps({"reproduction": rep.name, "preset": preset,
-                                                   "params": values, "wall_s": wall, **extra},
+                                                   "params": values, "wall_s": wall,
+                                                   "precision": precision, **extra},
                                                   indent=2) + "\n")
     write_text(folder / "provenance.json",
                json.dumps(provenance(reproduction=rep.name, preset=preset), indent=2,
@@ -200,12 +204,15 @@ def batch_store(out: str | Path) -> Path:
 def run_reproduction(name: str, out: str | Path, preset: str = "quick",
                      overrides: list[str] | None = None, overwrite: bool = False,
                      show_progress: bool = True, executor: Executor | None = None,
-                     force: bool = False, resume: bool = False) -> tuple[Path, list[Claim]]:
+                     force: bool = False, resume: bool = False,
+                     precision: Precision = DEFAULT_PRECISION) -> tuple[Path, list[Claim]]:
     """Run reproduction ``name`` with ``preset`` into the folder ``out`` (created atomically).
     The output location is checked before any work; each training call checks the memory it
     needs (``force``: train anyway). Every finished batch is kept in :func:`batch_store` until
     the folder is complete; ``resume`` reads the batches an interrupted run finished instead of
-    training them again (without it, they are discarded and everything is trained)."""
+    training them again (without it, they are discarded and everything is trained).
+    ``precision``: float64 (default) or float32, certified on a sample of runs rerun in float64
+    (:class:`~shallowflow.certificate.Precision`); the report says which, with the verdict."""
     rep = _lookup(name)
     params = resolve_params(rep, preset, overrides)
     check_output_dir(out, overwrite)
@@ -216,10 +223,12 @@ def run_reproduction(name: str, out: str | Path, preset: str = "quick",
     start = time.perf_counter()
     try:
         with atomic_dir(out, overwrite) as folder:
-            write_netcdf(rep.simulate(params, trainer(show_progress, executor, force, store)),
-                         folder / RESULTS)
+            train = trainer(show_progress, executor, force, store, precision)
+            write_netcdf(rep.simulate(params, train), folder / RESULTS)
             ds = read_netcdf(folder / RESULTS)
-            claims = _finish(rep, folder, ds, params, preset, time.perf_counter() - start, {})
+            distances = np.concatenate(train.distances) if train.distances else None
+            claims = _finish(rep, folder, ds, params, preset, time.perf_counter() - start,
+                             precision.describe(distances), {})
     except BaseException:
         if not stored_batches(out):  # nothing to resume from: leave nothing behind
             shutil.rmtree(store, ignore_errors=True)
@@ -258,5 +267,6 @@ def rejudge(name: str, source: str | Path, out: str | Path,
         write_netcdf(ds, folder / RESULTS)
         claims = _finish(rep, folder, ds, params, saved.get("preset", "?"),
                          time.perf_counter() - start,
+                         saved.get("precision", DEFAULT_PRECISION.describe()),
                          {"rejudged_from": source.name, "simulation_wall_s": saved.get("wall_s")})
     return Path(out), claims

@@ -23,9 +23,10 @@ def claims_table(claims: list[Claim]) -> str:
 
 
 def render(title: str, summary: str, figures: list[tuple[str, str]], claims: list[Claim],
-           sections: list[tuple[str, str]], preset: str, params: dict, wall_s: float) -> str:
+           sections: list[tuple[str, str]], preset: str, params: dict, wall_s: float,
+           precision: str) -> str:
     """The Markdown report: summary, figures with captions, claims table, claim notes,
-    further sections, and the preset's parameters."""
+    further sections, the preset's parameters and the precision the runs were trained in."""
     out = [f"# {title}", "", summary.strip(), ""]
     for path, caption in figures:
         out += [f"![{path}]({path})", "", f"*{caption.strip()}*", ""]
@@ -43,5 +44,6 @@ def render(title: str, summary: str, figures: list[tuple[str, str]], claims: lis
     for heading, text in sections:
         out += [f"## {heading}", "", text.strip(), ""]
     settings = ", ".join(f"{k} = {_fmt(v)}" for k, v in params.items())
-    out += ["## Settings", "", f"Preset `{preset}`: {settings}. Wall time {wall_s:.1f} s.", ""]
+    out += ["## Settings", "", f"Preset `{preset}`: {settings}. Wall time {wall_s:.1f} s.", "",
+            f"Precision: {precision}", ""]
     return "\n".join(out)

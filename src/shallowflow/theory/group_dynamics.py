@@ -109,8 +109,11 @@ class GroupProblem:
             The initial network: balanced (|a_j| = ||w_j||), w_j in the span of its group with
             <w_j, x_i> > 0 there.
         tol : float
-            Relative tolerance of these checks.
+            Relative tolerance of these checks, at least 100 rounding units of the inputs'
+            precision (a float32 network is balanced to about 1e-7 only).
         """
+        tol = max(tol, 100 * max(np.finfo(np.result_type(v, np.float32)).eps
+                                 for v in (X, y, a, W)))
         X, y, a, W = (np.asarray(v, dtype=np.float64) for v in (X, y, a, W))
         n, p = X.shape[0], a.shape[0]
         if n % p:

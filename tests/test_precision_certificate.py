@@ -1,0 +1,100 @@
+"""The precision certificate (docs/math.md §8.13): a float32 batch reruns its first k runs in
+float64; their distances are those of an independent float64 run of the same experiment."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from shallowflow.certificate import CERTIFIED_PROBES, precision_verdict
+from shallowflow.config import experiment_from_mapping
+from shallowflow.training import simulate
+
+SPEC = {"name": "p", "seed": 3, "runs": 4,
+        "data": {"kind": "sphere", "n": 12, "d": 5},
+        "model": {"width": 6}, "init": {"scheme": "gaussian", "scale": 0.5},
+        "train": {"lr": 0.05, "steps": 400},
+        "record": {"points": 9, "probes": ["loss", "neuron_norm", "a", "pl_curvature"]}}
+
+
+def with_train(**train) -> dict:
+    return {**SPEC, "train": {**SPEC["train"], **train}}
+
+
+def test_distances_are_those_of_an_independent_float64_run():
+    f32 = simulate(experiment_from_mapping(with_train(dtype="float32", certify_precision=2)))
+    f64 = simulate(experiment_from_mapping(SPEC))  # the same runs, trained in float64
+    assert f32["loss"].dtype == np.float32 and f64["loss"].dtype == np.float64
+    probes = [name for name in CERTIFIED_PROBES if name in f64]
+    assert list(f32.certified_probe.values) == probes  # the PL curvature (discontinuous) takes no part
+    for r in range(2):
+        rel = {}
+        for name in probes:
+            a = f32[name].values[r].astype(np.float64)
+            b = f64[name].values[r]
+            rel[name] = np.max(np.abs(a - b)) / np.max(np.abs(b))
+            np.testing.assert_allclose(f32.precision_rel_by_probe.values[r, probes.index(name)],
+                                       rel[name], rtol=1e-12)
+        np.testing.assert_allclose(f32.precision_rel.values[r], max(rel.values()), rtol=1e-12)
+        assert 0 < f32.precision_rel.values[r] < 1e-4  # float32 rounding: visible and small
+    assert np.isnan(f32.precision_rel.values[2:]).all()  # not rerun
+    assert np.isnan(f32.precision_abs.values[2:]).all()
+
+
+def test_every_batch_reruns_its_first_runs_and_the_verdict_reads_them_all():
+    exp = experiment_from_mapping(with_train(dtype="float32", certify_precision=1))
+    from shallowflow.training import train
+
+    ds = train(exp, max_batch=2, show_progress=False)[0]  # two batches of 2 runs
+    assert list(np.isfinite(ds.precision_rel.values)) == [True, False, True, False]
+    worst = float(np.nanmax(ds.precision_rel.values))
+    assert precision_verdict(ds.precision_rel.values, None).endswith(f"{worst:.3g}")
+    assert "2 of 4" in precision_verdict(ds.precision_rel.values, None)
+    assert precision_verdict(ds.precision_rel.values, worst * 2).endswith("PASS")
+    assert precision_verdict(ds.precision_rel.values, worst / 2).endswith("FAIL")
+
+
+def test_float64_runs_cannot_ask_for_it():
+    with pytest.raises(ValueError, match="certify_precision"):
+        experiment_from_mapping(with_train(certify_precision=1))
+
+
+def test_a_reproduction_in_certified_float32_says_so_and_agrees_with_float64(tmp_path):
+    """reproduce --dtype float32 --certify-precision 1: every batch in float32, its first run
+    again in float64; the report and params.json state the precision and the verdict, and the
+    claims come out as in float64."""
+    import json
+
+    from shallowflow.certificate import Precision
+    from shallowflow.reproductions import run_reproduction
+
+    over = ["steps=1500", "runs=2", "widths=[20]", "points=10"]
+    _, c64 = run_reproduction("bf-init", tmp_path / "f64", "quick", over, show_progress=False)
+    _, c32 = run_reproduction("bf-init", tmp_path / "f32", "quick", over, show_progress=False,
+                              precision=Precision("float32", 1, 1e-3))
+    assert "Precision: float64 (the default)." in (tmp_path / "f64" / "report.md").read_text()
+    line = next(ln for ln in (tmp_path / "f32" / "report.md").read_text().splitlines()
+                if ln.startswith("Precision:"))
+    assert line.startswith("Precision: float32; precision certificate:") and line.endswith("PASS.")
+    saved = json.loads((tmp_path / "f32" / "params.json").read_text())
+    assert saved["precision"] == line.removeprefix("Precision: ")
+    assert [(c.id, c.verdict, c.measured) for c in c32] == [(c.id, c.verdict, c.measured)
+                                                             for c in c64]
+
+
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["--dtype", "float16"], "--dtype"),
+    (["--certify-precision", "2"], "--certify-precision"),
+    (["--dtype", "float32", "--certify-precision", "-1"], "--certify-precision"),
+    (["--dtype", "float32", "--certify-precision-tol", "0.1"], "--certify-precision-tol"),
+])
+def test_reproduce_refuses_bad_precision_options(tmp_path, args, fragment):
+    from typer.testing import CliRunner
+
+    from shallowflow.cli import app
+
+    result = CliRunner().invoke(app, ["reproduce", "dana-fig2", "--out", str(tmp_path / "r"),
+                                      *args])
+    text = " ".join(result.output.split())
+    assert result.exit_code == 2 and "Traceback" not in text and fragment in text, text
+    assert not (tmp_path / "r").exists()
