@@ -98,3 +98,19 @@ def test_reproduce_refuses_bad_precision_options(tmp_path, args, fragment):
     text = " ".join(result.output.split())
     assert result.exit_code == 2 and "Traceback" not in text and fragment in text, text
     assert not (tmp_path / "r").exists()
+
+
+def test_run_prints_the_precision_verdict(tmp_path):
+    from typer.testing import CliRunner
+
+    from shallowflow.cli import app
+
+    cfg = tmp_path / "f32.toml"
+    cfg.write_text('name = "f32"\nruns = 3\n[data]\nkind = "sphere"\nn = 8\nd = 3\n'
+                   '[model]\nwidth = 4\n[init]\nscheme = "gaussian"\nscale = 0.5\n'
+                   '[train]\nlr = 0.05\nsteps = 50\ndtype = "float32"\ncertify_precision = 2\n'
+                   'certify_precision_tol = 0.01\n')
+    result = CliRunner().invoke(app, ["run", str(cfg), "--out", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.output
+    line = next(ln for ln in result.output.splitlines() if "precision certificate" in ln)
+    assert "2 of 3 float32 runs rerun in float64" in line and line.endswith("PASS")
