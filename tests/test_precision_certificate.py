@@ -114,3 +114,14 @@ def test_run_prints_the_precision_verdict(tmp_path):
     assert result.exit_code == 0, result.output
     line = next(ln for ln in result.output.splitlines() if "precision certificate" in ln)
     assert "2 of 3 float32 runs rerun in float64" in line and line.endswith("PASS")
+
+
+def test_a_batch_of_several_experiments_reruns_each_run_as_its_own():
+    """Runs of experiments that differ in seed share a batch; each sampled run is rerun from
+    its own experiment (another seed's run would be far from it)."""
+    from shallowflow.training import train
+
+    exps = [experiment_from_mapping({**with_train(dtype="float32", certify_precision=2),
+                                     "seed": seed, "runs": 1}) for seed in (3, 4)]
+    a, b = train(exps, show_progress=False)
+    assert a.precision_rel.values[0] < 1e-4 and b.precision_rel.values[0] < 1e-4

@@ -1,9 +1,9 @@
 """Certificates of a trajectory: how far GD is from gradient flow (step size, docs/math.md
 §8.10), and how far a float32 run is from the same run in float64 (precision, §8.13).
 
-Step size. GD with step eta is the Euler scheme of dtheta/dt = -T grad L, so a probe P recorded at flow time t
-satisfies P_eta(t) = P_flow(t) + C(t) eta + O(eta^2). The certificate reruns the same runs at eta/2
-(and eta/4) with the same record times and reports, per run,
+Step size. GD with step eta is the Euler scheme of dtheta/dt = -T grad L, so a probe P
+recorded at flow time t satisfies P_eta(t) = P_flow(t) + C(t) eta + O(eta^2). The certificate
+reruns the same runs at eta/2 (and eta/4) with the same record times and reports, per run,
 
     abs_k = max over probes, times (and neurons) of |P_{eta/2^(k-1)} - P_{eta/2^k}|
     rel_k = max over probes of  max|P_{eta/2^(k-1)} - P_{eta/2^k}| / max|P_{eta/2^k}|
@@ -106,16 +106,14 @@ class Precision:
 
     @property
     def default(self) -> bool:
-        return self == Precision()
+        return self == DEFAULT_PRECISION
 
     def apply(self, exp: Experiment) -> Experiment:
         """``exp`` trained in this precision (unchanged for the default)."""
         if self.default:
             return exp
-        train = exp.train.model_validate({**exp.train.model_dump(), "dtype": self.dtype,
-                                          "certify_precision": self.certify,
-                                          "certify_precision_tol": self.tol})
-        return exp.model_copy(update={"train": train})
+        return exp.with_train(dtype=self.dtype, certify_precision=self.certify,
+                              certify_precision_tol=self.tol)
 
     def describe(self, rel: np.ndarray | None = None) -> str:
         """One line for a report: the dtype and, for certified float32, the verdict over the
@@ -128,3 +126,7 @@ class Precision:
         if rel is None or not rel.size:
             return text + f"; {self.certify} run(s) of every batch rerun in float64."
         return text + f"; {precision_verdict(rel, self.tol)}."
+
+
+DEFAULT_PRECISION = Precision()
+"""Experiments trained as given."""

@@ -516,8 +516,7 @@ def _without_dask_arrays() -> None:
     Dask executor). A command never makes dask arrays (files are read whole,
     :func:`shallowflow.store.read_netcdf`), so the check is answered in advance, in the
     command's own process only (``import shallowflow`` and :data:`app` called in-process leave
-    xarray as it is). An xarray that
-    keeps this cache elsewhere is left as it is."""
+    xarray as it is). An xarray that keeps this cache elsewhere is left as it is."""
     from xarray.namedarray import pycompat
 
     cache = getattr(pycompat, "_cached_duck_array_modules", None)

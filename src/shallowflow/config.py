@@ -790,6 +790,12 @@ class Experiment(_Strict):
         """log of the effective initial scale, for schemes homogeneous in it (else None)."""
         return self.init.log_lambda(self.model.width) if isinstance(self.init, _Scaled) else None
 
+    def with_train(self, **fields: Any) -> Experiment:
+        """This experiment with ``fields`` of its ``train`` table replaced (validated as a
+        :class:`TrainSpec`)."""
+        train = TrainSpec.model_validate({**self.train.model_dump(), **fields})
+        return self.model_copy(update={"train": train})
+
     def resolved(self) -> tuple[dict[str, Any], list[str]]:
         """The 'auto' choices of ``train`` made concrete (keys ``parametrisation``,
         ``activity_mask``, ``span``), and a note for each automatic choice (docs/math.md §0.3):

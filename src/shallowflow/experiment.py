@@ -307,8 +307,8 @@ def _run_engine(batch: BatchInputs, level: int = 0,
 
 def run_batch(batch: BatchInputs,
               progress: Callable[[int, int], None] | None = None) -> xr.Dataset:
-    """Train a prepared batch and return its Dataset (with the step-size certificate when
-    ``train.certify`` asks for it)."""
+    """Train a prepared batch and return its Dataset, with the certificates its ``train``
+    options ask for (:data:`CERTIFICATES`) and its end states."""
     result = _run_engine(batch, 0, progress)
     ds = to_dataset(batch, result)
     for attach in CERTIFICATES:
@@ -370,11 +370,10 @@ def certify_precision(ds: xr.Dataset, batch: BatchInputs, result: EngineResult) 
     k = min(train.certify_precision, len(batch.refs))
     if not k:
         return ds
-    in_float64 = {"dtype": "float64", "certify_precision": 0, "certify": 0, "certify_tol": None,
-                  "certify_precision_tol": None}
-    refs = [RunRef(r.experiment.model_copy(
-                update={"train": r.experiment.train.model_copy(update=in_float64)}), r.index)
-            for r in batch.refs[:k]]
+    refs = [RunRef(r.experiment.with_train(dtype="float64", certify_precision=0,
+                                           certify_precision_tol=None, certify=0,
+                                           certify_tol=None), r.index)
+            for r in batch.refs[:k]]  # each run its own experiment: seeds, scales may differ
     reference = _run_engine(prepare_batch(refs))
     sampled = {name: values[:k] for name, values in result.records.items()}
     abs_k, rel_k, by_probe = certificate.distances(sampled, reference.records)
@@ -383,10 +382,9 @@ def certify_precision(ds: xr.Dataset, batch: BatchInputs, result: EngineResult) 
     def padded(values: np.ndarray) -> np.ndarray:  # NaN for the runs not rerun
         return np.concatenate([values, np.full((R - k, *values.shape[1:]), np.nan)])
 
-    rel = padded(rel_k)
     ds = ds.assign_coords(certified_probe=names)
     ds["precision_abs"] = ("run", padded(abs_k))
-    ds["precision_rel"] = ("run", rel)
+    ds["precision_rel"] = ("run", padded(rel_k))
     ds["precision_rel_by_probe"] = (("run", "certified_probe"),
                                     padded(np.stack([by_probe[n] for n in names], axis=1)))
     return ds

@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 import numpy as np
 import xarray as xr
 
-from shallowflow.certificate import Precision
+from shallowflow.certificate import DEFAULT_PRECISION, Precision
 from shallowflow.config import DIGEST, Experiment
 from shallowflow.errors import BatchesFailed
 from shallowflow.executors import Executor, Failure, LocalExecutor, StepCallback
@@ -46,8 +46,6 @@ from shallowflow.progress import make_progress
 from shallowflow.store import clean_stale, read_netcdf, write_netcdf
 
 R = TypeVar("R")
-DEFAULT_PRECISION = Precision()
-"""Experiments trained as given (:class:`~shallowflow.certificate.Precision`)."""
 
 
 @dataclass(frozen=True)
@@ -278,8 +276,7 @@ def train_protocols(protocols: Sequence[Protocol], *, label: str = "",
             step.parts[j].append((batch.refs[pos[0]].index, part))
         step.waiting -= 1
         if not step.waiting:
-            advance(step.protocol,
-                    [_assemble(sorted(p, key=lambda item: item[0])) for p in step.parts])
+            advance(step.protocol, [_assemble(p) for p in step.parts])
 
     def drain() -> None:
         while stored:
@@ -287,21 +284,23 @@ def train_protocols(protocols: Sequence[Protocol], *, label: str = "",
 
     for k in range(len(protocols)):
         advance(k, None)
+    done_runs = sum(b.size for b, _ in stored)  # read back, shown as done (a resume)
     drain()
     if store is None:
         task = functools.partial(train_batch, keep_data=keep_data)
     else:
         task = functools.partial(train_batch_file, keep_data=keep_data, store=store)
-    for batch, result in execute(task, pending, label, show_progress, executor):
+    for batch, result in execute(task, pending, label, show_progress, executor, done_runs):
         finish(batch, result if store is None else read_netcdf(result))
         drain()
     return results
 
 
 def _assemble(parts: list[tuple[int, xr.Dataset]]) -> xr.Dataset:
-    """One experiment's runs from its batches (each a run-index-ordered block), run counted
-    from 0. Data shared by every run is kept once (dims ``sample, dim``)."""
-    dss = [ds for _, ds in parts]
+    """One experiment's runs from its batches (``(first run index, run-index-ordered block)``,
+    in any order), run counted from 0. Data shared by every run is kept once (dims ``sample,
+    dim``)."""
+    dss = [ds for _, ds in sorted(parts, key=lambda item: item[0])]
     if not dss:
         return xr.Dataset()
     if len(dss) == 1:
@@ -347,8 +346,6 @@ class Trainer:
     def protocols(self, protocols: Sequence[Protocol], **options: Any) -> list[Any]:
         return train_protocols(protocols, **self._bound(), **options)
 
-
-Train = Trainer
 
 
 def trainer(show_progress: bool = True, executor: Executor | None = None,

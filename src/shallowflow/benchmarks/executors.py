@@ -8,9 +8,10 @@
    included), networks per second, the driver's peak resident memory growth, the output size,
    and the time of a ``--resume`` that finds every batch done. Results are checked equal across
    executors.
-2. ``fig4 = 1``: the training of the dana-fig4 quick preset (its ``simulate``: the threshold
-   searches at every d, in lockstep) on a started cluster of 1 worker pinned to one core and of
-   2 workers: the speed-up is the scaling on this machine (goal >= 1.8x on 2 cores for work that
+2. ``fig4 = 1``: the training of dana-fig4 (``fig4_preset``, ``fig4_d_values``; its
+   ``simulate``: a threshold search per d, each step sent to the workers as soon as it is known)
+   on a started cluster of 1 worker pinned to one core and of 2 workers, on fresh and on warm
+   workers: the speed-up is the scaling on this machine (goal >= 1.8x on 2 cores for work that
    is not multi-threaded).
 3. The executor overhead per batch: ``overhead_batches`` one-step batches of one tiny network
    through a started 1-worker cluster against in-process, (Dask - in-process) / batches.
@@ -130,11 +131,11 @@ def _started(workers: int) -> tuple[Any, float]:
 
 def fig4_scaling(d_values: str = "", preset: str = "quick") -> dict[str, Any]:
     """The training of dana-fig4's ``preset`` (``simulate``, with ``d_values``, e.g.
-    "20,25,30,35", when given) on a started cluster of 1 worker (one core) and of 2 workers, after an untimed
-    pass that leaves every program in the compilation cache (so neither pays compilation), twice
-    on each cluster: on fresh workers (each traces the programs it runs and reads them from the
-    cache: per-process work that varies with which worker gets which shape) and again on the
-    same, warm workers (the work itself, as on a long-lived cluster)."""
+    "20,25,30,35", when given) on a started cluster of 1 worker (one core) and of 2 workers,
+    after an untimed pass that leaves every program in the compilation cache (so neither pays
+    compilation), twice on each cluster: on fresh workers (each traces the programs it runs and
+    reads them from the cache: per-process work that varies with which worker gets which
+    shape) and again on the same, warm workers (the work itself, as on a long-lived cluster)."""
     from shallowflow.reproductions import catalogue
     from shallowflow.reproductions.base import resolve_params
     from shallowflow.training import trainer
@@ -205,8 +206,7 @@ def bench(networks: int = NETWORKS, steps: int = STEPS, max_batch: int = MAX_BAT
           fig4_preset: str = "quick", overhead_batches: int = 41) -> dict[str, Any]:
     """The sweep on the executors ``only`` (comma-separated keys of :data:`EXECUTORS`, none for
     ""), the dana-fig4 scaling (``fig4`` = 1, of ``fig4_preset`` with ``fig4_d_values`` in place
-    of the preset's) and the
-    per-batch overhead (module docstring)."""
+    of the preset's) and the per-batch overhead (module docstring)."""
     keys = [k.strip() for k in only.split(",") if k.strip()]
     unknown = sorted(set(keys) - set(EXECUTORS))
     if unknown:

@@ -35,7 +35,7 @@ import xarray as xr
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from shallowflow import enable_float64
-from shallowflow.certificate import Precision
+from shallowflow.certificate import DEFAULT_PRECISION, Precision
 from shallowflow.config import ConfigError, format_validation_error, split_override
 from shallowflow.executors import Executor
 from shallowflow.reproductions import report
@@ -48,7 +48,7 @@ from shallowflow.store import (
     write_netcdf,
     write_text,
 )
-from shallowflow.training import DEFAULT_PRECISION, Train, trainer
+from shallowflow.training import Trainer, trainer
 
 RESULTS = "results.nc"
 
@@ -92,7 +92,7 @@ class Reproduction:
     paper: str
     params: type[Params]
     presets: Mapping[str, Mapping[str, Any]]
-    simulate: Callable[[Any, Train], xr.Dataset]
+    simulate: Callable[[Any, Trainer], xr.Dataset]
     judge: Callable[[xr.Dataset, Any], list[Claim]]
     draw: Callable[[xr.Dataset, Any], list[Figure]]
     protocol: Callable[[xr.Dataset, Any], list[Section]]

@@ -35,7 +35,7 @@ from shallowflow.reproductions.boursier.setup import (
     stack_runs,
 )
 from shallowflow.reproductions.claims import Claim, band_verdict
-from shallowflow.training import Train
+from shallowflow.training import Trainer
 
 
 class AlignmentParams(Params):
@@ -65,7 +65,7 @@ SUMMARY = ("Length of the early alignment phase against log(1/lambda) on the 3-p
 
 
 # -------------------------------------------------------------------------------- simulate
-def simulate(P: AlignmentParams, train: Train) -> xr.Dataset:
+def simulate(P: AlignmentParams, train: Trainer) -> xr.Dataset:
     """All lambda x seeds, one experiment per lambda (one batch when the parametrisation agrees)."""
     start = time.perf_counter()
     lams = sorted(P.log10_lambdas, reverse=True)

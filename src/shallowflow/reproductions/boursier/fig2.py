@@ -42,7 +42,7 @@ from shallowflow.reproductions.boursier.setup import (
 )
 from shallowflow.reproductions.claims import Claim, band_verdict
 from shallowflow.theory.ols import theorem2_limit
-from shallowflow.training import Train
+from shallowflow.training import Trainer
 
 
 class Fig2Params(Params):
@@ -76,7 +76,7 @@ SUMMARY = ("Training dynamics of a balanced small initialisation on the 3-point 
 
 
 # -------------------------------------------------------------------------------- simulate
-def simulate(P: Fig2Params, train: Train) -> xr.Dataset:
+def simulate(P: Fig2Params, train: Trainer) -> xr.Dataset:
     """One run, recorded at ``points`` geometric points (a, W, loss, outputs)."""
     start = time.perf_counter()
     exp = bf_experiment(data={"kind": "three_point"}, m=P.m, scheme="balanced",

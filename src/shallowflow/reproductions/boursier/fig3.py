@@ -33,7 +33,7 @@ from shallowflow.reproductions.boursier.setup import (
 )
 from shallowflow.reproductions.claims import Claim
 from shallowflow.theory.bf_alignment import alignment
-from shallowflow.training import Train
+from shallowflow.training import Trainer
 
 
 class Fig3Params(Params):
@@ -68,7 +68,7 @@ SUMMARY = ("Training dynamics of an unbalanced small initialisation on Stewart e
 
 
 # -------------------------------------------------------------------------------- simulate
-def simulate(P: Fig3Params, train: Train) -> xr.Dataset:
+def simulate(P: Fig3Params, train: Trainer) -> xr.Dataset:
     """One run, recorded at ``points`` geometric points (a, W, loss, outputs)."""
     start = time.perf_counter()
     exp = bf_experiment(data={"kind": "stewart", "n": P.n}, m=P.m, scheme="unbalanced",

@@ -35,7 +35,7 @@ from shallowflow.reproductions.boursier.setup import (
 )
 from shallowflow.reproductions.claims import Claim
 from shallowflow.theory.ols import ols
-from shallowflow.training import Train
+from shallowflow.training import Trainer
 
 
 class InitParams(Params):
@@ -66,7 +66,7 @@ SUMMARY = ("Balanced, dominated and unbalanced small initialisations on the 3-po
 
 
 # -------------------------------------------------------------------------------- simulate
-def simulate(P: InitParams, train: Train) -> xr.Dataset:
+def simulate(P: InitParams, train: Trainer) -> xr.Dataset:
     """Every scheme x width with ``runs`` seeds; end points polished and certified."""
     start = time.perf_counter()
     exps = [bf_experiment(data={"kind": "three_point"}, m=m, scheme=s, log10_lambda=P.log10_lambda,

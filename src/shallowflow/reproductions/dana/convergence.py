@@ -32,7 +32,7 @@ from shallowflow.config import Experiment, experiment_from_mapping
 from shallowflow.curves import max_rise
 from shallowflow.theory.good_init import good_init_event, neurons_for
 from shallowflow.theory.training_budget import budget, threshold
-from shallowflow.training import Protocol, Train
+from shallowflow.training import Protocol, Trainer
 
 
 def convergence_experiment(n: int, d: int, p: int | None, runs: int, seed: int,
@@ -101,7 +101,7 @@ class GridRequest:
                                        self.first_layer) for k, n in enumerate(self.ns)]
 
 
-def convergence_grids(requests: Sequence[GridRequest], train: Train) -> list[xr.Dataset]:
+def convergence_grids(requests: Sequence[GridRequest], train: Trainer) -> list[xr.Dataset]:
     """Every requested grid from one training call (so an executor runs their batches side by
     side; one batch per n and grid: the experiments differ in n or d), each with dimensions
     (n, run) and the width p on n."""
@@ -134,7 +134,7 @@ def _grid(request: GridRequest, exps: Sequence[Experiment],
 
 
 def convergence_grid(ns: Sequence[int], d: int, p: int | None, runs: int, seed: int,
-                     train: Train, first_layer: str = "gaussian") -> xr.Dataset:
+                     train: Trainer, first_layer: str = "gaussian") -> xr.Dataset:
     """One grid (:func:`convergence_grids`): the protocol at every n, seed + 1000 k at the k-th."""
     return convergence_grids([GridRequest(ns, d, p, runs, seed, first_layer)], train)[0]
 

@@ -40,7 +40,7 @@ from shallowflow.curves import first_crossing
 from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register
 from shallowflow.reproductions.claims import Claim
 from shallowflow.theory import group_dynamics as group
-from shallowflow.training import Train
+from shallowflow.training import Trainer
 
 
 class Fig2Params(Params):
@@ -187,7 +187,7 @@ def gd_measures(n: int, a: xr.Dataset, b: xr.Dataset, prob: group.GroupProblem,
     }
 
 
-def simulate_gd(P: Fig2Params, train: Train) -> xr.Dataset:
+def simulate_gd(P: Fig2Params, train: Trainer) -> xr.Dataset:
     """GD at lr and lr/2 for every n (recorded at the same flow times), with measures."""
     lrs, p = [P.lr, P.lr / 2], len(P.levels)
     exps = [group_experiment(n, lr, P.span, every_flow(P, n), list(P.levels))
@@ -241,7 +241,7 @@ def simulate_closed(P: Fig2Params) -> xr.Dataset:
         attrs={"description": "closed-form rescaled loss L(s t_n), docs/math.md §1.5"})
 
 
-def simulate(P: Fig2Params, train: Train) -> xr.Dataset:
+def simulate(P: Fig2Params, train: Trainer) -> xr.Dataset:
     """Closed form at growing n, then GD at lr and lr/2 on group-initialised networks."""
     enable_float64()  # the initial networks are built here, before training
     closed = simulate_closed(P)

@@ -35,7 +35,7 @@ from shallowflow.reproductions.dana.convergence import (
     summarise,
 )
 from shallowflow.theory.good_init import lemma5_bound
-from shallowflow.training import Train
+from shallowflow.training import Trainer
 
 
 class Fig3Params(Params):
@@ -85,7 +85,7 @@ def grid_ns(P: Fig3Params) -> tuple[np.ndarray, np.ndarray]:
     return main, ext
 
 
-def simulate(P: Fig3Params, train: Train) -> xr.Dataset:
+def simulate(P: Fig3Params, train: Trainer) -> xr.Dataset:
     """The main grid and the extension (Gaussian first layer), and both with the uniform
     first layer; a grid with no n or no runs is left out."""
     main, ext = grid_ns(P)

@@ -41,7 +41,7 @@ from shallowflow.theory import pl_bounds
 from shallowflow.theory.data_constants import data_constants
 from shallowflow.theory.good_init import good_init_event, lemma5_bound, neurons_for
 from shallowflow.theory.training_budget import converged, epochs, threshold
-from shallowflow.training import Train
+from shallowflow.training import Trainer
 
 
 class Fig6Params(Params):
@@ -144,7 +144,7 @@ def run_measures(ds: xr.Dataset, E: int, avg_epochs: int) -> dict[str, np.ndarra
     }
 
 
-def run_point(exp: Experiment, train: Train, chunk: int, avg_epochs: int) -> xr.Dataset:
+def run_point(exp: Experiment, train: Trainer, chunk: int, avg_epochs: int) -> xr.Dataset:
     """Train the runs of one n (batches of at most ``chunk`` runs) and measure every run."""
     n, E = exp.data.n, exp.train.n_steps
     ds = train(exp, label=exp.name, keep_data=True, max_batch=chunk)[0]
@@ -159,7 +159,7 @@ def run_point(exp: Experiment, train: Train, chunk: int, avg_epochs: int) -> xr.
     return out
 
 
-def measure_grid(P: Fig6Params, first_layer: str, runs: int, train: Train
+def measure_grid(P: Fig6Params, first_layer: str, runs: int, train: Trainer
                  ) -> tuple[xr.Dataset, float]:
     """All n of one first layer (seed + 1000 k at the k-th n); the loss record is padded with
     NaN to the longest budget. Returns the runs and the wall time."""
@@ -215,7 +215,7 @@ def slope_table(ds: xr.Dataset, P: Fig6Params) -> xr.Dataset:
                       coords={"layer": layers, "subset": ["all", "I"], "measure": measures})
 
 
-def simulate(P: Fig6Params, train: Train) -> xr.Dataset:
+def simulate(P: Fig6Params, train: Trainer) -> xr.Dataset:
     """The Gaussian runs, then the uniform-first-layer variant, then the slope table."""
     grids, walls = [], []
     for layer, runs in (("gaussian", P.runs), ("uniform", P.variant_runs)):

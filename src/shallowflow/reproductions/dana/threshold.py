@@ -35,7 +35,7 @@ from shallowflow.reproductions.dana.convergence import (
     stack_grids,
     summarise,
 )
-from shallowflow.training import Protocol, Train
+from shallowflow.training import Protocol, Trainer
 
 MAX_REL_WIDTH = 0.5  # thresholds less certain than this (median interval / N) decide nothing
 MIN_THRESHOLDS = 3  # laws are fitted to at least this many thresholds
@@ -53,7 +53,7 @@ Seed = Annotated[int, Field(ge=0, description="base seed (the k-th axis value ad
 
 # ------------------------------------------------------------------------------------ simulate
 def find_threshold(d: int, p: int, runs: int, coarse_runs: int, span: float, step: float,
-                   seed: int, train: Train, n_start: int | None = None,
+                   seed: int, train: Trainer, n_start: int | None = None,
                    growth: float = 1.5) -> xr.Dataset:
     """Bracket N(d, p) and return the convergence grid around it (module docstring)."""
     return find_thresholds([(d, p, seed)], runs, coarse_runs, span, step, train, n_start,
@@ -61,7 +61,7 @@ def find_threshold(d: int, p: int, runs: int, coarse_runs: int, span: float, ste
 
 
 def find_thresholds(points: Sequence[tuple[int, int, int]], runs: int, coarse_runs: int,
-                    span: float, step: float, train: Train, n_start: int | None = None,
+                    span: float, step: float, train: Trainer, n_start: int | None = None,
                     growth: float = 1.5) -> list[xr.Dataset]:
     """:func:`find_threshold` at every ``(d, p, seed)`` of ``points``, side by side: each
     point's search is a :data:`~shallowflow.training.Protocol` (:func:`threshold_search`) and
@@ -261,7 +261,7 @@ class ThresholdScan:
     def other(self) -> str:
         return "p" if self.axis == "d" else "d"
 
-    def simulate(self, P: Any, train: Train) -> xr.Dataset:
+    def simulate(self, P: Any, train: Trainer) -> xr.Dataset:
         """:func:`find_thresholds` at every value of the axis (seed + 10000 k at the k-th)."""
         values = [int(v) for v in getattr(P, f"{self.axis}_values")]
         points = []

@@ -82,7 +82,7 @@ from shallowflow.reproductions.mmv.setup import (
     reading,
 )
 from shallowflow.theory import alignment as al
-from shallowflow.training import Train
+from shallowflow.training import Trainer
 
 FLAT_BAND = (-0.2, 0.2)  # log-log slope of the alignment time against log(1/alpha): independent
 MAX_WIDTH = 1.0  # a wider slope interval cannot tell flat (0) from linear growth (~1)
@@ -146,7 +146,7 @@ def _growth_rate(X: np.ndarray, y: np.ndarray, factor: float) -> float:
     return float(max(np.linalg.norm(xp), np.linalg.norm(xm))) / factor
 
 
-def simulate(P: AlignmentTimeParams, train: Train) -> xr.Dataset:
+def simulate(P: AlignmentTimeParams, train: Trainer) -> xr.Dataset:
     """Every setting x ``runs`` seeds; saves per run the loss, the cone counts per record and the
     bound's constants."""
     start = time.perf_counter()

@@ -44,7 +44,7 @@ from shallowflow.reproductions.mmv.setup import (
     reading,
 )
 from shallowflow.theory.alignment import changes_from_snapshots
-from shallowflow.training import Train
+from shallowflow.training import Trainer
 
 DIGITS = (1, 0)
 SCHEMES = ("both layers", "first layer only")
@@ -69,7 +69,7 @@ _COMMON = {"width": PAPER_WIDTH, "alpha": PAPER_ALPHA, "lr": PAPER_LR, "steps": 
 PRESETS = {"quick": {**_COMMON, "per_digit": 100}, "paper": {**_COMMON, "per_digit": None}}
 
 
-def simulate(P: Fig12Params, train: Train) -> xr.Dataset:
+def simulate(P: Fig12Params, train: Trainer) -> xr.Dataset:
     """Both layers and first layer only; saves per scheme the loss and the two changes against
     iteration (W is not kept)."""
     start = time.perf_counter()

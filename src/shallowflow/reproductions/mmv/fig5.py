@@ -15,13 +15,13 @@ import xarray as xr
 from shallowflow.reproductions.base import Figure, Reproduction, Section, register
 from shallowflow.reproductions.claims import Claim
 from shallowflow.reproductions.mmv import mnist
-from shallowflow.training import Train
+from shallowflow.training import Trainer
 
 DIGITS = (1, 0)
 PRESETS = mnist.presets()
 
 
-def simulate(P: mnist.MnistParams, train: Train) -> xr.Dataset:
+def simulate(P: mnist.MnistParams, train: Trainer) -> xr.Dataset:
     return mnist.simulate_pair(P, train, DIGITS, "mmv-fig5")
 
 

@@ -48,7 +48,7 @@ from shallowflow.reproductions.mmv.setup import (
     reading,
 )
 from shallowflow.theory import alignment as al
-from shallowflow.training import Train
+from shallowflow.training import Trainer
 
 T2_FRACTION = 0.5  # t_2: first record with L <= 0.5 L(0)
 RANK_BOUND = 2.0
@@ -72,7 +72,7 @@ _COMMON = {"width": PAPER_WIDTH, "alpha": PAPER_ALPHA, "lr": PAPER_LR, "every": 
 PRESETS = {"quick": {**_COMMON, "steps": 40_000}, "paper": {**_COMMON, "steps": 40_000}}
 
 
-def simulate(P: Fig6Params, train: Train) -> xr.Dataset:
+def simulate(P: Fig6Params, train: Trainer) -> xr.Dataset:
     """One run on the toy set; saves loss, v (``a``), W per record and the data."""
     start = time.perf_counter()
     loss, red = reading(P.reading)

@@ -55,7 +55,7 @@ from shallowflow.theory.alignment import (
     pair_sign_agreement,
     stable_rank_bound,
 )
-from shallowflow.training import Train
+from shallowflow.training import Trainer
 
 ALIGN_BAND = (0.0, 3000.0)  # "good alignment after ~2000 iterations": up to 1.5 x 2000
 GROWTH_BAND = (2000.0, 4500.0)  # "after ~3000 iterations the norm starts to grow": 3000 / 1.5 .. x 1.5
@@ -94,7 +94,7 @@ def presets(quick_per_digit: int = 100) -> dict[str, dict[str, object]]:
 
 
 # -------------------------------------------------------------------------------- simulate
-def simulate_pair(P: MnistParams, train: Train, digits: tuple[int, int], name: str) -> xr.Dataset:
+def simulate_pair(P: MnistParams, train: Trainer, digits: tuple[int, int], name: str) -> xr.Dataset:
     """One run per reading on the digit pair; the saved Dataset holds per reading the curves of
     :data:`CURVES` against ``iteration`` and the last network (``a_final``, ``W_final``), plus
     the data (``X``, ``y``) and the pair's mean image ``mean_image``."""

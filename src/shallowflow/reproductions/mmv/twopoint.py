@@ -50,7 +50,7 @@ from shallowflow.reproductions.mmv.setup import (
     stack,
 )
 from shallowflow.theory import alignment as al
-from shallowflow.training import Train
+from shallowflow.training import Trainer
 
 SETTINGS = ("sin 0.1", "sin 0.001", "0")
 FIGURES = {"sin 0.1": "Fig. 7", "sin 0.001": "Fig. 8", "0": "Fig. 9"}
@@ -87,7 +87,7 @@ def data_spec(setting: str) -> dict[str, object]:
 
 
 # -------------------------------------------------------------------------------- simulate
-def simulate(P: TwoPointParams, train: Train) -> xr.Dataset:
+def simulate(P: TwoPointParams, train: Trainer) -> xr.Dataset:
     """One run per setting; saves loss, v (``a``), W per record and the data, along ``setting``."""
     start = time.perf_counter()
     loss, red = reading(P.reading)

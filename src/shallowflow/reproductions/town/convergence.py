@@ -43,7 +43,7 @@ from shallowflow.reproductions.claims import Claim, band_verdict, interval_verdi
 from shallowflow.reproductions.town.interpolation import padded
 from shallowflow.reproductions.town.setup import ScaleRuns, limit_processes, simulate_problems
 from shallowflow.theory.saddle_process import SaddleProcess
-from shallowflow.training import Train
+from shallowflow.training import Trainer
 
 
 class ConvergenceParams(Params):
@@ -141,7 +141,7 @@ def errors(runs: ScaleRuns) -> tuple[np.ndarray, np.ndarray]:
     return cross, werr
 
 
-def simulate(P: ConvergenceParams, train: Train) -> xr.Dataset:
+def simulate(P: ConvergenceParams, train: Trainer) -> xr.Dataset:
     """Every (step size, lambda group, problem set) in one batch; crossing times and final-weight
     errors per problem and lambda."""
     log10s = sorted(P.log10_lambdas, reverse=True)

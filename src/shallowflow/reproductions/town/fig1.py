@@ -38,7 +38,7 @@ from shallowflow.reproductions.town.setup import (
     simulate_scales,
 )
 from shallowflow.theory.saddle_process import SaddleProcess, limit_process, loss_constant
-from shallowflow.training import Train
+from shallowflow.training import Trainer
 
 
 class Fig1Params(ScalesParams):
@@ -98,7 +98,7 @@ def drop_counts(cross: np.ndarray, grow: np.ndarray) -> np.ndarray:
     return np.sum((g > edges[:, :-1, None]) & (g <= edges[:, 1:, None]), axis=2)
 
 
-def simulate(P: Fig1Params, train: Train) -> xr.Dataset:
+def simulate(P: Fig1Params, train: Trainer) -> xr.Dataset:
     """All lambda in one batch; jump, growth and plateau measurements per run (docs/math.md §8.3, §8.4),
     the limit process's inputs and the implied-lambda quantiles."""
     start = time.perf_counter()

@@ -31,7 +31,7 @@ from shallowflow.reproductions.town.setup import (
     simulate_scales,
 )
 from shallowflow.theory.saddle_process import SaddleProcess
-from shallowflow.training import Train
+from shallowflow.training import Trainer
 
 
 class Fig3Params(ScalesParams):
@@ -57,7 +57,7 @@ SUMMARY = ("Log-norms of the six neurons of Figure 1's training against time: pi
 
 
 # -------------------------------------------------------------------------------- simulate
-def simulate(P: Fig3Params, train: Train) -> xr.Dataset:
+def simulate(P: Fig3Params, train: Trainer) -> xr.Dataset:
     """All lambda in one batch; straight-line fits of the exponents log||w_j|| / log(1/lambda)
     on every saddle interval of every run (:func:`~shallowflow.reproductions.town.setup.
     linear_slopes`)."""

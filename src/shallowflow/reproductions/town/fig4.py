@@ -34,7 +34,7 @@ from shallowflow.reproductions.town.setup import (
     simulate_scales,
 )
 from shallowflow.theory.saddle_process import SaddleProcess
-from shallowflow.training import Train
+from shallowflow.training import Trainer
 
 
 class Fig4Params(Params):
@@ -93,7 +93,7 @@ def snapshot_times(p: SaddleProcess) -> dict[str, float]:
 
 
 # -------------------------------------------------------------------------------- simulate
-def simulate(P: Fig4Params, train: Train) -> xr.Dataset:
+def simulate(P: Fig4Params, train: Trainer) -> xr.Dataset:
     """One run recorded exactly at the snapshot times (from the limit process, which depends on
     the problem only); the snapshots and their cosines with Algorithm 1's directions."""
     ll = P.log10_lambda * math.log(10)

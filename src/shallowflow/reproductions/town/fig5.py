@@ -45,7 +45,7 @@ from shallowflow.reproductions.town.interpolation import (
     run_summary,
 )
 from shallowflow.theory.interpolator_norms import min_norm_sq
-from shallowflow.training import Train
+from shallowflow.training import Trainer
 
 
 class Fig5Params(Params):
@@ -95,7 +95,7 @@ def fig5_experiment(n: int, m: int, log10_lambda: float, P: Fig5Params) -> Exper
         steps=P.max_epochs, stop_loss=P.stop_loss)
 
 
-def simulate(P: Fig5Params, train: Train) -> xr.Dataset:
+def simulate(P: Fig5Params, train: Trainer) -> xr.Dataset:
     """Every (n, lambda) trained in batches of equal signature; summaries, final weights and
     labels of every n in one NaN-padded Dataset, with Algorithm 1's limit per initialisation."""
     ns = sorted(P.n_values)

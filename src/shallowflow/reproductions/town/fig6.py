@@ -49,7 +49,7 @@ from shallowflow.reproductions.town.interpolation import (
 )
 from shallowflow.theory.interpolator_norms import min_norm_sq, norm_ratio
 from shallowflow.theory.saddle_process import limit_process, loss_constant
-from shallowflow.training import Train
+from shallowflow.training import Trainer
 
 
 class Fig6Params(Params):
@@ -126,7 +126,7 @@ def theory_ratios(y: np.ndarray, widths: list[int], draws: int, seed: int) -> np
     return out
 
 
-def simulate(P: Fig6Params, train: Train) -> xr.Dataset:
+def simulate(P: Fig6Params, train: Trainer) -> xr.Dataset:
     """Both schemes at every width, trained in batches of equal signature; summaries and weights
     in one NaN-padded Dataset, Algorithm 1 for the small initialisations and for random ones."""
     widths = sorted(P.widths)

@@ -43,7 +43,7 @@ from pydantic import Field
 from shallowflow.config import Experiment, experiment_from_mapping
 from shallowflow.reproductions.base import Params
 from shallowflow.theory.saddle_process import SaddleProcess, from_experiment, limit_process
-from shallowflow.training import Train
+from shallowflow.training import Trainer
 
 PAPER_LR = 0.01
 SETTLE_RTOL = 1e-12  # a run stops once its loss is within this x its initial plateau of the floor
@@ -129,7 +129,7 @@ def stack_runs(dss: Sequence[xr.Dataset]) -> xr.Dataset:
     return out.assign_coords(run=np.arange(out.sizes["run"]))
 
 
-def simulate_scales(train: Train, problem: dict[str, Any], log_lambdas: Sequence[float],
+def simulate_scales(train: Trainer, problem: dict[str, Any], log_lambdas: Sequence[float],
                     lr: float, record_dt: float, extra_times: Sequence[float] = (),
                     probes: Sequence[str] = ("loss", "log_norm"), label: str = "",
                     process: SaddleProcess | None = None) -> ScaleRuns:
@@ -147,7 +147,7 @@ def simulate_scales(train: Train, problem: dict[str, Any], log_lambdas: Sequence
                              label, processes=None if process is None else [process])[0]
 
 
-def simulate_problems(train: Train, problems: Sequence[dict[str, Any]],
+def simulate_problems(train: Trainer, problems: Sequence[dict[str, Any]],
                       log_lambdas: Sequence[float], lr: float, record_dt: float,
                       extra_times: Sequence[float] = (),
                       probes: Sequence[str] = ("loss", "log_norm"), label: str = "",
