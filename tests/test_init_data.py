@@ -320,6 +320,36 @@ def test_random_group_directions_are_independent_of_the_labels():
             assert cos < 1 - 1e-6
 
 
+def test_run_keys_are_the_documented_fold_ins():
+    """A run's keys, made for a whole batch in one compiled call, are the module docstring's
+    eager formula: init = fold_in(fold_in(K(seed), r), 1), SGD = ..., 2, and the data key from
+    the data seed and r (per-run data) or 0 (shared), stream 0; int64 seeds up to 2^63 - 1."""
+    from shallowflow.config import MAX_SEED, experiment_from_mapping
+    from shallowflow.experiment import RunRef, _data_keys, dataset_of, prepare_batch
+
+    def eager(seed, index, stream):
+        return np.asarray(jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(seed), index),
+                                             stream))
+
+    for seed, data_seed, per_run in [(3, None, True), (2**40 + 5, 7, False), (MAX_SEED, None, False)]:
+        exp = experiment_from_mapping({
+            "name": "t", "seed": seed, "runs": 3,
+            "data": {"kind": "sphere", "n": 4, "d": 3, "per_run": per_run, "seed": data_seed},
+            "model": {"width": 2}, "init": {"scheme": "balanced", "scale": 0.5},
+            "train": {"lr": 0.1, "steps": 1}})
+        refs = [RunRef(exp, r) for r in (0, 2)]
+        batch = prepare_batch(refs)
+        data = np.asarray(_data_keys(refs))
+        for i, ref in enumerate(refs):
+            assert np.array_equal(np.asarray(batch.keys[i]), eager(seed, ref.index, 2))
+            ds = seed if data_seed is None else data_seed
+            assert np.array_equal(data[i], eager(ds, ref.index if per_run else 0, 0))
+            X, y = (np.asarray(v) for v in dataset_of(ref))
+            a, W = exp.init.draw(jax.numpy.asarray(eager(seed, ref.index, 1)), 2, X, y)
+            np.testing.assert_allclose(batch.net0.a[i], np.asarray(a), rtol=1e-12, atol=0)
+            np.testing.assert_allclose(batch.net0.W[i], np.asarray(W), rtol=1e-12, atol=0)
+
+
 # --------------------------------------------------------------------------------------------
 # the registries: each data kind knows its shape, each scheme draws its network
 # --------------------------------------------------------------------------------------------

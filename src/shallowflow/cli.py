@@ -50,8 +50,6 @@ class Terminated(BaseException):
 @app.callback()
 def _main(ctx: typer.Context) -> None:
     """Simulate, measure and predict how one-hidden-layer ReLU networks learn."""
-    import matplotlib
-
     from shallowflow import compile_cache, enable_float64
 
     saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGALRM)}
@@ -73,7 +71,13 @@ def _main(ctx: typer.Context) -> None:
         _without_dask_arrays()
     enable_float64()  # float64 is the default precision of every run
     compile_cache.enable()  # compiled programs kept on disk, per machine type
-    matplotlib.use("Agg")  # figures are written to files; no display needed
+    # figures are written to files; no display needed
+    if _OWN_PROCESS and "matplotlib" not in sys.modules:
+        os.environ["MPLBACKEND"] = "Agg"  # read when a command first draws (0.1 s not imported)
+    else:
+        import matplotlib
+
+        matplotlib.use("Agg")
 
 
 _PENDING: list[type[BaseException]] = []
@@ -511,17 +515,21 @@ def bench_(
 def _without_dask_arrays() -> None:
     """Tell xarray that this process has no dask arrays.
 
-    xarray checks every variable it makes against dask's array type and imports ``dask.array``
-    to learn that type: 0.3-0.5 s of every command's start-up where dask is installed (for the
-    Dask executor). A command never makes dask arrays (files are read whole,
-    :func:`shallowflow.store.read_netcdf`), so the check is answered in advance, in the
-    command's own process only (``import shallowflow`` and :data:`app` called in-process leave
-    xarray as it is). An xarray that keeps this cache elsewhere is left as it is."""
-    from xarray.namedarray import pycompat
+    xarray checks every variable it makes against dask's array type and collection protocol,
+    importing ``dask.array`` and ``dask.base`` to do so: 0.5-0.7 s of every command's start-up
+    where dask is installed (for the Dask executor). A command never makes dask arrays (files are
+    read whole, :func:`shallowflow.store.read_netcdf`), so the type check is answered in advance,
+    and the collection check says no while dask is not imported (nothing is a dask collection
+    then), in the command's own process only (``import shallowflow`` and :data:`app` called
+    in-process leave xarray as it is). An xarray that keeps these elsewhere is left as it is."""
+    from xarray.namedarray import pycompat, utils
 
     cache = getattr(pycompat, "_cached_duck_array_modules", None)
     if isinstance(cache, dict) and "dask.array" not in sys.modules:
         cache.setdefault("dask", pycompat.DuckArrayModule("shallowflow-has-no-dask-arrays"))
+    is_collection = getattr(utils, "is_dask_collection", None)
+    if callable(is_collection):
+        utils.is_dask_collection = lambda x: "dask" in sys.modules and is_collection(x)
 
 
 def main() -> None:

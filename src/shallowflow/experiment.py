@@ -104,11 +104,30 @@ def batch_schedule(refs: Sequence[RunRef]) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------ data
-def _data_key(ref: RunRef) -> jax.Array:
-    spec = ref.experiment.data
-    seed = ref.experiment.seed if spec.seed is None else spec.seed
-    base = jax.random.fold_in(jax.random.PRNGKey(seed), ref.index if spec.per_run else 0)
-    return jax.random.fold_in(base, DATA_STREAM)
+@jax.jit
+def _stream_keys(seeds: jax.Array, indices: jax.Array, stream: jax.Array) -> jax.Array:
+    """fold_in(fold_in(K(seed), index), stream) for each (seed, index) (module docstring): the
+    keys of a batch in one compiled call (eagerly, each key is several one-operation programs,
+    each traced, lowered and compiled or looked up)."""
+    def one(seed: jax.Array, index: jax.Array) -> jax.Array:
+        return jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(seed), index), stream)
+
+    return jax.vmap(one)(seeds, indices)
+
+
+def _keys(seeds: Sequence[int], indices: Sequence[int], stream: int) -> jax.Array:
+    """:func:`_stream_keys` of int64 seeds (the config's range, docs/architecture.md) and indices."""
+    enable_float64()  # seeds are int64; every training path makes its keys here first
+    return _stream_keys(np.asarray(seeds, np.int64), np.asarray(indices, np.int64),
+                        np.int64(stream))
+
+
+def _data_keys(refs: Sequence[RunRef]) -> jax.Array:
+    """The data keys (R, 2) of ``refs``: from the data seed (default: the experiment's) and the
+    run index for per-run data (0 for shared data)."""
+    data = [r.experiment.data for r in refs]
+    return _keys([r.experiment.seed if d.seed is None else d.seed for r, d in zip(refs, data, strict=True)],
+                 [r.index if d.per_run else 0 for r, d in zip(refs, data, strict=True)], DATA_STREAM)
 
 
 def dataset_of(ref: RunRef) -> tuple[np.ndarray, np.ndarray]:
@@ -135,10 +154,11 @@ def _quick_jit(key: str, make: Callable[[], Callable]) -> Callable:
     return _COMPILED[key]
 
 
-def _datasets(refs: Sequence[RunRef]) -> tuple[np.ndarray, np.ndarray]:
+def _datasets(refs: Sequence[RunRef], keys: jax.Array | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The data sets of ``refs`` (same data spec up to its seed) stacked, X (R, n, d) and y
     (R, n) with the bias column if configured, generated in one compiled, vmapped call (eager
-    generation would compile every random op anew for each shape)."""
+    generation would compile every random op anew for each shape); ``keys``: their data keys,
+    if known (:func:`_data_keys`)."""
     exp = refs[0].experiment
     spec, bias = exp.data, exp.model.bias
 
@@ -146,11 +166,11 @@ def _datasets(refs: Sequence[RunRef]) -> tuple[np.ndarray, np.ndarray]:
         X, y = spec.generate(k)
         return (add_bias_column(X) if bias else X), y
 
+    keys = _data_keys(refs) if keys is None else keys
     if spec.given:  # not generated: the same set for every run
-        X, y = (np.asarray(v) for v in one(_data_key(refs[0])))
+        X, y = (np.asarray(v) for v in one(keys[0]))
         return (np.broadcast_to(X, (len(refs), *X.shape)),
                 np.broadcast_to(y, (len(refs), *y.shape)))
-    keys = jnp.stack([_data_key(r) for r in refs])
     X, y = _quick_jit(f"data {spec.model_dump_json(context=DIGEST)} bias={bias}", lambda: jax.vmap(one))(keys)
     return np.asarray(X), np.asarray(y)
 
@@ -161,7 +181,7 @@ def _initial_networks(exp: Experiment, init_keys: jax.Array, X: np.ndarray, y: n
     """The initial networks of a batch, a (R, p) and W (R, p, d): ``exp.init.draw`` per run key
     in one compiled, vmapped call; a given network is the same for every run (not drawn)."""
     spec, p, R = exp.init, exp.model.width, init_keys.shape[0]
-    Xj, yj = jnp.asarray(X), jnp.asarray(y)
+    Xj, yj = jax.device_put(X), jax.device_put(y)  # jnp.asarray would compile a program each
     if spec.given:
         a, W = spec.draw(init_keys[0], p, Xj, yj)
         return Network(jnp.broadcast_to(a, (R, *a.shape)), jnp.broadcast_to(W, (R, *W.shape)))
@@ -169,10 +189,6 @@ def _initial_networks(exp: Experiment, init_keys: jax.Array, X: np.ndarray, y: n
     init_key = f"init {spec.model_dump_json(context=DIGEST)} {exp.model.model_dump_json()} shared={shared}"
     return _quick_jit(init_key, lambda: jax.vmap(lambda k, Xr, yr: spec.draw(k, p, Xr, yr),
                                                  in_axes=(0, axis, axis)))(init_keys, Xj, yj)
-
-
-def run_key(ref: RunRef) -> jax.Array:
-    return jax.random.fold_in(jax.random.PRNGKey(ref.experiment.seed), ref.index)
 
 
 # ----------------------------------------------------------------------------------------- batch
@@ -201,30 +217,28 @@ def prepare_batch(refs: Sequence[RunRef]) -> BatchInputs:
     if not refs:
         raise ValueError("refs: need at least one run")
     first = refs[0].experiment
-    if first.train.dtype == "float64":
-        enable_float64()  # every training path prepares its batches here
     sig = static_signature(first)
     for r in refs[1:]:
         if static_signature(r.experiment) != sig:
             raise ValueError("refs: runs in one batch must differ only in batchable fields "
                              f"{BATCHABLE}")
-    data_ids = {(r.experiment.data.model_dump_json(context=DIGEST), np.asarray(_data_key(r)).tobytes())
-                for r in refs}
+    data_keys = _data_keys(refs)
+    data_ids = {(r.experiment.data.model_dump_json(context=DIGEST), k.tobytes())
+                for r, k in zip(refs, np.asarray(data_keys), strict=True)}
     shared = len(data_ids) == 1
-    Xs, ys = _datasets(refs[:1] if shared else refs)
+    Xs, ys = _datasets(refs[:1], data_keys[:1]) if shared else _datasets(refs, data_keys)
     for i in range(len(Xs)):
         validate_dataset(Xs[i], ys[i], source=f"data (run {refs[i].index})")
         first.init.check_labels(ys[i], first.model.width, refs[i].index)
     X, y = (Xs[0], ys[0]) if shared else (Xs, ys)
-    keys = jnp.stack([run_key(r) for r in refs])
-    init_keys = jax.vmap(lambda k: jax.random.fold_in(k, INIT_STREAM))(keys)
-    sgd_keys = jax.vmap(lambda k: jax.random.fold_in(k, SGD_STREAM))(keys)
+    seeds, indices = [r.experiment.seed for r in refs], [r.index for r in refs]
+    init_keys, sgd_keys = _keys(seeds, indices, INIT_STREAM), _keys(seeds, indices, SGD_STREAM)
     net0 = _initial_networks(first, init_keys, X, y, shared)
     log_scale = (None if first.log_lambda is None
                  else np.array([r.experiment.log_lambda for r in refs]))
     settings, notes = first.resolved()
     dtype = first.train.dtype
-    net0 = jax.tree_util.tree_map(lambda v: v.astype(dtype), net0)
+    net0 = Network(np.asarray(net0.a, dtype), np.asarray(net0.W, dtype))
     stop = np.array([np.inf * -1 if r.experiment.train.stop_loss is None
                      else r.experiment.train.stop_loss for r in refs])
     stop_grad = np.array([-np.inf if r.experiment.train.stop_grad is None

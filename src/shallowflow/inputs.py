@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
@@ -59,7 +60,11 @@ class SharedInputs(NamedTuple):
     Xt: Array
 
     @classmethod
-    def of(cls, X: Array) -> SharedInputs:
+    def of(cls, X: Array | np.ndarray) -> SharedInputs:
+        """From X (n, d); host data is transposed on the host and copied to the device (no
+        compiled program: ``jnp.asarray`` and ``.T`` of a new shape each compile one)."""
+        if isinstance(X, np.ndarray):
+            return cls(jax.device_put(X), jax.device_put(np.ascontiguousarray(X.T)))
         X = jnp.asarray(X)
         return cls(X, X.T)
 

@@ -175,25 +175,25 @@ def atomic_file(path: str | Path) -> Iterator[Path]:
             tmp.unlink()
 
 
-def _local_write_lock() -> contextlib.AbstractContextManager[Any]:
-    """Make xarray lock a write with a process-local lock, not a cluster-wide one.
-
-    Where a dask.distributed client is active (the driver of a Dask sweep, every Dask worker),
-    xarray guards each netCDF write with a ``distributed.Lock``: a round trip to the scheduler
-    before and after the write, and a traceback on stderr when the scheduler goes down mid-write
-    (an interrupted sweep). Every file here is written by one process under a name of its own, so
-    a local lock is enough. ``scheduler="threads"`` is what xarray reads to choose it."""
-    try:
-        import dask
-    except ImportError:
-        return contextlib.nullcontext()
-    return dask.config.set(scheduler="threads")
-
-
 def write_netcdf(ds: xr.Dataset, path: str | Path) -> None:
-    """Write ``ds`` to ``path`` atomically (temporary file, then rename), under a local lock."""
-    with atomic_file(path) as tmp, _local_write_lock():
-        ds.to_netcdf(tmp, engine=ENGINE)
+    """Write ``ds`` to ``path`` atomically (temporary file, then rename), under a local lock.
+
+    The file goes through xarray's h5netcdf store directly, locked by xarray's process-wide HDF5
+    lock only. ``Dataset.to_netcdf`` would first ask dask which scheduler is active to choose a
+    write lock: that imports dask and dask.distributed (0.35 s of every command's start) and, where
+    a dask.distributed client is active (the driver of a Dask sweep, every Dask worker), takes a
+    ``distributed.Lock``: a round trip to the scheduler before and after the write, and a traceback
+    on stderr when the scheduler goes down mid-write. Every file here is written by one process
+    under a name of its own, so no cross-process lock is needed."""
+    from xarray.backends import H5NetCDFStore
+    from xarray.backends.locks import HDF5_LOCK
+
+    with atomic_file(path) as tmp:
+        store = H5NetCDFStore.open(str(tmp), mode="w", lock=HDF5_LOCK)
+        try:
+            ds.dump_to_store(store)
+        finally:
+            store.close()
 
 
 def read_netcdf(path: str | Path) -> xr.Dataset:

@@ -39,7 +39,7 @@ from shallowflow.dynamics.state import (
 )
 from shallowflow.dynamics.step import live_neurons, probe_context
 from shallowflow.inputs import DiagonalInputs, Inputs, OneDimInputs, PerRunInputs, SharedInputs
-from shallowflow.network import Network, to_engine_layout
+from shallowflow.network import Network
 from shallowflow.probes import CLASSES, PERP_GRAM
 
 
@@ -76,11 +76,11 @@ def as_inputs(X: Array | np.ndarray | Inputs) -> Inputs:
     """Wrap data: X (n, d) shared, X (R, n, d) per run, or an Inputs object as is."""
     if isinstance(X, (SharedInputs, PerRunInputs, DiagonalInputs, OneDimInputs)):
         return X
-    X = jnp.asarray(X)
+    X = X if isinstance(X, np.ndarray) else jnp.asarray(X)
     if X.ndim == 2:
         return SharedInputs.of(X)
     if X.ndim == 3:
-        return PerRunInputs(X)
+        return PerRunInputs(to_device(X))
     raise ValueError(f"X: must be (n, d) or (R, n, d), got shape {X.shape}")
 
 
@@ -112,9 +112,9 @@ def _initial_state(cfg: EngineConfig, a0: Array, Wt0: Array, log_scale: Array | 
     (actual units; None without the span basis)."""
     R, p = a0.shape
     params, ref = _start(cfg, a0, Wt0, log_scale, log_perp_sq)
-    mask = jnp.ones((inputs.n, R, p), bool) if cfg.activity_mask else None
-    state = EngineState(params, jnp.full((R,), RUNNING, jnp.int32), -jnp.ones((R,), jnp.int64),
-                        mask, params)
+    mask = to_device(np.ones((inputs.n, R, p), bool)) if cfg.activity_mask else None
+    state = EngineState(params, to_device(np.full((R,), RUNNING, np.int32)),
+                        to_device(np.full((R,), -1, np.int64)), mask, params)
     if CLASSES in cfg.needs:
         class_dirs, label_sign = _class_constants(inputs, y, R)
         ref = ref._replace(class_dirs=class_dirs, label_sign=label_sign)
@@ -137,6 +137,15 @@ def _start(cfg: EngineConfig, a0: Array, Wt0: Array, log_scale: Array | None,
 _probe_context = jax.jit(probe_context, static_argnums=0)
 
 
+def to_device(x: Array | np.ndarray, dtype: np.dtype | str | None = None) -> Array:
+    """``x`` as a device array of ``dtype``. A host array is converted on the host and copied
+    (``jax.device_put``): ``jnp.asarray`` of a host array compiles an identity program per new
+    shape and dtype, 5-20 ms each, most of a short run's set-up after the imports."""
+    if isinstance(x, jax.Array):
+        return x if dtype is None or x.dtype == dtype else x.astype(dtype)
+    return jax.device_put(np.asarray(x, dtype))
+
+
 def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs: Inputs, y: Array,
                   stop: Stop, keys: Array, schedule: np.ndarray, per_call: int,
                   progress: Callable[[int, int], None] | None, rebatch: bool,
@@ -149,7 +158,7 @@ def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs:
     neurons leave the step loop (:func:`shallowflow.dynamics.live.choose`)."""
     R = stop.loss.shape[0]
     total = int(schedule[-1])
-    step = jnp.zeros((), jnp.int64)
+    step = to_device(np.int64(0))
     pieces: list[dict[str, np.ndarray]] = []
     done = 0
     # the batch being trained: runs `current` of the full batch (all of them until a compaction)
@@ -167,11 +176,11 @@ def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs:
             idx = live.choose(np.asarray(_live_neurons(cfg, state, cur_inputs, cur_y)), width,
                               left, cur_inputs.n, skip_dead)
             if idx is not None:
-                neurons, width = jnp.asarray(idx), idx.shape[1]
+                neurons, width = to_device(idx), idx.shape[1]
         widths.append(width)
         padded = np.concatenate([chunk, np.full(per_call - len(chunk), chunk[-1], np.int64)])
         t0, first_step = time.perf_counter(), int(step)
-        step, state, rec = segment(cfg, step, state, jnp.asarray(padded), jnp.asarray(len(chunk)),
+        step, state, rec = segment(cfg, step, state, to_device(padded), to_device(np.int64(len(chunk))),
                                    cur_inputs, cur_y, cur_stop, cur_keys, ref, neurons)
         part = {k: np.asarray(v)[: len(chunk)] for k, v in rec.items()}
         if index > 0 and int(chunk[-1]) > first_step:
@@ -257,8 +266,7 @@ def simulate(
     grad = never if stop_grad is None else np.asarray(stop_grad, dtype)
     with np.errstate(invalid="ignore"):  # -inf (never) must stay -inf
         grad_sq = np.where(grad > 0, grad * grad, -np.inf).astype(dtype)
-    stop = Stop(jnp.asarray(never if stop_loss is None else np.asarray(stop_loss, dtype)),
-                jnp.asarray(grad_sq))
+    stop = Stop(to_device(never if stop_loss is None else stop_loss, dtype), to_device(grad_sq))
     keys = jax.random.split(jax.random.PRNGKey(0), R) if keys is None else keys
     W0 = np.asarray(net0.W)
     if cfg.onedim and span:
@@ -277,20 +285,22 @@ def simulate(
                                                       OneDimInputs)) else inputs_raw
         if isinstance(inputs_raw, DiagonalInputs):
             raise ValueError("onedim: needs inputs (x_i, 1) as an array, not diagonal inputs")
-        inputs: Inputs = OneDimInputs.of(jnp.asarray(raw, dtype))
+        inputs: Inputs = OneDimInputs.of(to_device(raw, dtype))
     else:
-        inputs = jax.tree_util.tree_map(lambda v: jnp.asarray(v, dtype), as_inputs(inputs_raw))
-    y = jnp.asarray(y, dtype)
-    a0, Wt0 = to_engine_layout(Network(jnp.asarray(net0.a, dtype), jnp.asarray(W_engine, dtype)))
+        host = np.asarray(inputs_raw, dtype) if isinstance(inputs_raw, np.ndarray) else inputs_raw
+        inputs = jax.tree_util.tree_map(lambda v: to_device(v, dtype), as_inputs(host))
+    y = to_device(y, dtype)
+    a0 = to_device(net0.a, dtype)
+    Wt0 = to_device(np.transpose(np.asarray(W_engine, dtype), (2, 0, 1)))  # engine layout (d, R, p)
     with np.errstate(divide="ignore"):
-        log_perp_sq = jnp.asarray(np.log(np.sum(W_perp.astype(np.float64) ** 2, axis=2)), dtype)
-    ls = None if log_scale is None else jnp.asarray(log_scale, dtype)
+        log_perp_sq = to_device(np.log(np.sum(W_perp.astype(np.float64) ** 2, axis=2)), dtype)
+    ls = None if log_scale is None else to_device(log_scale, dtype)
     if log_scale is not None:  # the out-of-span part in actual units (0 once it underflows)
         W_perp = W_perp * np.exp(np.asarray(log_scale, np.float64))[:, None, None]
     perp_gram = None
     if in_span is not None and PERP_GRAM in cfg.needs:
         W64 = W_perp.astype(np.float64)
-        perp_gram = jnp.asarray(np.matmul(W64, W64.transpose(0, 2, 1)).transpose(1, 0, 2), dtype)
+        perp_gram = to_device(np.matmul(W64, W64.transpose(0, 2, 1)).transpose(1, 0, 2), dtype)
     state, ref = _initial_state(cfg, a0, Wt0, ls, log_perp_sq, inputs, y, perp_gram)
     start = _probe_context(cfg, state.params, None, ref)
     per_call = max(1, min(records_per_call, len(schedule)))
@@ -301,7 +311,7 @@ def simulate(
     end = _probe_context(cfg, state.params, None, ref)
 
     def full_W(Wt: Array) -> np.ndarray:
-        W = np.asarray(jnp.transpose(Wt, (1, 2, 0)))
+        W = np.asarray(Wt).transpose(1, 2, 0)
         if in_span is None:
             return W
         return restore(W.astype(np.float64), in_span.basis, W_perp).astype(W.dtype)
