@@ -150,3 +150,5 @@ def test_dana_fig3_table_against_the_large_gemm_and_pytorch_per_core() -> None:
     text = dana_fig3.table(r)
     assert "80% of the roofline" in text and "GFLOP/s): 40% (goal 85%)" in text
     assert "Per core 10.0 GFLOP/s, against 8.0" in text and "1.25x" in text
+    assert "per-run data, float64" in text
+    assert "per-run data, float32" in dana_fig3.table({**r, "dtype": "float32"})

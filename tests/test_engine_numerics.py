@@ -282,6 +282,72 @@ def test_early_stop():
     np.testing.assert_array_equal(frozen.final.W[0], net.W)
 
 
+def test_per_run_blocks_equal_the_whole_batch(monkeypatch):
+    """Large per-run data runs in blocks of runs, each block through the whole segment (on CPU),
+    and a block whose runs have all stopped skips its remaining steps. Forced on small data
+    (blocks of 1, 2 and 3 of 6 runs), the records, final parameters and stop steps equal the
+    unblocked batch's to rounding, and a run that stops mid-segment is the numpy GD loop up to
+    its stop step, frozen afterwards."""
+    from shallowflow.dynamics import compilation
+    from shallowflow.inputs import PerRunInputs
+
+    nR, n, d, p = 6, 12, 6, 5  # d > inputs.SMALL: the GEMM path
+    rng = np.random.default_rng(8)
+    X, y = rng.normal(size=(nR, n, d)), rng.normal(size=(nR, n))
+    nets = Network(rng.normal(size=(nR, p)), rng.normal(size=(nR, p, d)) / np.sqrt(d))
+    refs = [np_gd(nets.a[r], nets.W[r], X[r], y[r], STEPS6, lr=LR6)[0] for r in range(nR)]
+    stop = np.array([-np.inf, 0.5 * (refs[1][29] + refs[1][30]), -np.inf, 10 * refs[3][0],
+                     0.5 * (refs[4][69] + refs[4][70]), 0.5 * (refs[5][9] + refs[5][10])])
+    sched = record_schedule(STEPS6, every=20)
+    monkeypatch.setattr(compilation, "PER_RUN_MIN_BYTES", 1 << 40)  # never blocked
+    whole = simulate(CFG6, nets, X, y, sched, stop_loss=stop)
+    np.testing.assert_array_equal(whole.status["stop_step"], [-1, 30, -1, 0, 70, 10])
+    per_run = X[0].size * X.itemsize
+    calls = []
+    blocked = compilation._segment_blocked_default
+    monkeypatch.setattr(compilation, "_segment_blocked_default",
+                        lambda *a, **k: calls.append(a[1]) or blocked(*a, **k))
+    monkeypatch.setattr(compilation, "PER_RUN_MIN_BYTES", 0)
+    for block in (1, 2, 3):
+        monkeypatch.setattr(compilation, "PER_RUN_BLOCK_BYTES", block * per_run)
+        assert compilation._block_size(PerRunInputs(X), nR) == block
+        res = simulate(CFG6, nets, X, y, sched, stop_loss=stop)
+        assert calls and calls[-1] == block
+        for r in range(nR):
+            assert_same_run(whole, r, res, r, rtol=1e-12)
+    _, a4, W4 = np_gd(nets.a[4], nets.W[4], X[4], y[4], 70, lr=LR6)
+    np.testing.assert_allclose(res.final.a[4], a4, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(res.final.W[4], W4, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(res.records["loss"][4, 4:], refs[4][70], rtol=1e-10)
+
+
+def test_per_run_block_sizes():
+    """The blocking policy: runs whose data are at least PER_RUN_MIN_BYTES, in the largest
+    blocks (dividing R) whose data fit PER_RUN_BLOCK_BYTES; small data and shared data never."""
+    from shallowflow.dynamics.compilation import (
+        PER_RUN_BLOCK_BYTES,
+        PER_RUN_MIN_BYTES,
+        _block_size,
+    )
+    from shallowflow.inputs import PerRunInputs, SharedInputs
+
+    def per_run(R, n, d, dtype):
+        return PerRunInputs(np.zeros((R, n, d), dtype))
+
+    if jax.default_backend() != "cpu":
+        assert _block_size(per_run(25, 2000, 100, np.float64), 25) == 0
+        return
+    run = 2000 * 100 * 8  # the DPB Fig. 3 shape: 1.6 MB per run in float64
+    assert run >= PER_RUN_MIN_BYTES
+    expect = max(b for b in range(1, 26) if 25 % b == 0 and b * run <= max(run, PER_RUN_BLOCK_BYTES))
+    assert _block_size(per_run(25, 2000, 100, np.float64), 25) == expect
+    assert _block_size(per_run(24, 2000, 100, np.float32), 24) == max(
+        b for b in range(1, 25) if 24 % b == 0 and b * run // 2 <= max(run // 2, PER_RUN_BLOCK_BYTES))
+    assert _block_size(per_run(25, 64, 16, np.float64), 25) == 0  # small: one batch
+    assert _block_size(per_run(1, 2000, 100, np.float64), 1) == 0  # one run: nothing to block
+    assert _block_size(SharedInputs(np.zeros((2000, 100)), np.zeros((100, 2000))), 25) == 0
+
+
 def test_divergence_is_per_run():
     X, y, net = problem(0)
     big = Network(15.0 * net.a, 15.0 * net.W)  # same lr, ~200x the curvature: GD blows up

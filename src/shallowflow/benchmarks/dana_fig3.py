@@ -13,7 +13,11 @@ once). The default grid is the part of the paper preset's grid around the transi
 simulation finds (n = 1700..2100, where runs stop at very different times); ``--paper`` runs the
 paper preset's whole Gaussian grid (n = 1500..3500 step 50: extension plus the paper's grid).
 
-    shallowflow bench dana_fig3   or   python -m shallowflow.benchmarks.dana_fig3 [--paper] [--runs 25]
+``--dtype float32`` trains every run in float32 (the references then in float32 too; the raw
+numbers go to ``dana_fig3_float32.json``).
+
+    shallowflow bench dana_fig3 [--paper] [--runs 25] [--dtype float32]
+    python -m shallowflow.benchmarks.dana_fig3 [same options]
 """
 
 from __future__ import annotations
@@ -51,12 +55,13 @@ QUICK = {"ns": (100, 150), "runs": 4}
 """Keyword arguments of :func:`bench` for a quick run (seconds; not comparable numbers)."""
 
 
-def batched_roofline(R: int, n: int, d: int, p: int, repeats: int = 3) -> float:
+def batched_roofline(R: int, n: int, d: int, p: int, repeats: int = 3,
+                     dtype: str = "float64") -> float:
     """numpy GFLOP/s of the per-run GEMM pair Z_r = X_r W_r^T, M_r = G_r^T X_r (4 n d p R flops)."""
     rng = np.random.default_rng(0)
-    X = rng.standard_normal((R, n, d))
-    W = rng.standard_normal((R, p, d))
-    G = rng.standard_normal((R, n, p))
+    X = rng.standard_normal((R, n, d)).astype(dtype)
+    W = rng.standard_normal((R, p, d)).astype(dtype)
+    G = rng.standard_normal((R, n, p)).astype(dtype)
     t_f, _ = best_time(lambda: np.matmul(X, W.transpose(0, 2, 1)), repeats)
     t_b, _ = best_time(lambda: np.matmul(G.transpose(0, 2, 1), X), repeats)
     return 4.0 * R * n * d * p / (t_f + t_b) / 1e9
@@ -89,7 +94,7 @@ def _default(fn: Callable[..., Any], name: str, value: Any) -> Iterator[None]:
         fn.__defaults__ = old
 
 
-def run_grid(ns: Sequence[int], runs: int, rebatch: bool) -> dict[str, Any]:
+def run_grid(ns: Sequence[int], runs: int, rebatch: bool, dtype: str = "float64") -> dict[str, Any]:
     """Train the protocol's runs at every n (one batch per n, as the reproduction does) with
     re-batching on or off; per n the wall time, mean steps run and useful GFLOP."""
     from shallowflow.dynamics import simulate
@@ -99,7 +104,7 @@ def run_grid(ns: Sequence[int], runs: int, rebatch: bool) -> dict[str, Any]:
     with _default(simulate, "rebatch", rebatch):
         rows, t0 = [], time.perf_counter()
         for k, n in enumerate(ns):
-            exp = convergence_experiment(n, D, None, runs, SEED + 1000 * k)
+            exp = convergence_experiment(n, D, None, runs, SEED + 1000 * k).with_train(dtype=dtype)
             t = time.perf_counter()
             ds = train(exp, show_progress=False, keep_data=True)[0]
             wall = time.perf_counter() - t
@@ -117,17 +122,19 @@ def run_grid(ns: Sequence[int], runs: int, rebatch: bool) -> dict[str, Any]:
     return {"rows": rows, "wall_s": total, "useful_gflop": flop, "gflops": flop / total}
 
 
-def _fresh_process(ns: Sequence[int], runs: int, rebatch: bool) -> dict[str, Any]:
+def _fresh_process(ns: Sequence[int], runs: int, rebatch: bool, dtype: str) -> dict[str, Any]:
     """run_grid in a new Python process (its own, empty compilation cache)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "grid.json"
         subprocess.run([sys.executable, "-m", "shallowflow.benchmarks.dana_fig3", "--grid",
                         ",".join(map(str, ns)), "--runs", str(runs), "--mode",
-                        "on" if rebatch else "off", "--json", str(out)], check=True)
+                        "on" if rebatch else "off", "--dtype", dtype, "--json", str(out)],
+                       check=True)
         return json.loads(out.read_text())
 
 
-def bench(paper: bool = False, runs: int = 25, ns: Sequence[int] | None = None) -> dict[str, Any]:
+def bench(paper: bool = False, runs: int = 25, ns: Sequence[int] | None = None,
+          dtype: str = "float64") -> dict[str, Any]:
     """Both modes, each in a fresh process, and numpy's rate on the middle n's shapes; saving =
     wall time without / with re-batching. ``ns``: the grid (default: SUBSET, or the paper
     preset's with ``paper``)."""
@@ -135,13 +142,13 @@ def bench(paper: bool = False, runs: int = 25, ns: Sequence[int] | None = None) 
 
     ns = list(ns) if ns is not None else list(PAPER_GRID if paper else SUBSET)
     with ForeignLoad() as foreign:
-        off = _fresh_process(ns, runs, False)
-        on = _fresh_process(ns, runs, True)
+        off = _fresh_process(ns, runs, False, dtype)
+        on = _fresh_process(ns, runs, True, dtype)
         n_mid = ns[len(ns) // 2]
-        roof = batched_roofline(runs, n_mid, D, neurons_for(n_mid))
-        gemm = large_gemm_rate(np.float64)
-        torch_rate = torch_loop_rate(n_mid, D, neurons_for(n_mid), "float64", 50)
-    return {"name": "dana_fig3", "ns": ns, "runs": runs, "rebatch": on, "no_rebatch": off,
+        roof = batched_roofline(runs, n_mid, D, neurons_for(n_mid), dtype=dtype)
+        gemm = large_gemm_rate(np.dtype(dtype))
+        torch_rate = torch_loop_rate(n_mid, D, neurons_for(n_mid), dtype, 50)
+    return {"name": "dana_fig3", "dtype": dtype, "ns": ns, "runs": runs, "rebatch": on, "no_rebatch": off,
             "roofline_gflops": roof, "roofline_shape": [runs, n_mid, D, neurons_for(n_mid)],
             "large_gemm_gflops": gemm, "torch_loop_gflops_per_core": torch_rate,
             "cores": cpu_count(), "saving": off["wall_s"] / on["wall_s"],
@@ -153,7 +160,8 @@ def table(r: dict[str, Any]) -> str:
     on, off = r["rebatch"], r["no_rebatch"]
     lines = [
         f"DPB Fig. 3 protocol, d = {D}, {r['runs']} runs per n, n in {r['ns'][0]}..{r['ns'][-1]} "
-        f"({len(r['ns'])} values), p = p(n, 0.05), per-run data, float64, GD lr = 1 until "
+        f"({len(r['ns'])} values), p = p(n, 0.05), per-run data, {r.get('dtype', 'float64')}, "
+        "GD lr = 1 until "
         "L < 1/(2n) or t_inf. Wall times include compilation (each mode in a fresh process). "
         "Roofline: numpy batched "
         f"matmul pair on shapes (R, n, d, p) = {tuple(r['roofline_shape'])}.",
@@ -181,7 +189,8 @@ def table(r: dict[str, Any]) -> str:
             f"{100 * on['gflops'] / r['large_gemm_gflops']:.0f}% (goal 85%). Per core "
             f"{per_core:.1f} GFLOP/s, against "
             + (f"{torch_rate:.1f} for the authors' kind of PyTorch loop (one network at the "
-               f"middle n, one thread, float64): {per_core / torch_rate:.2f}x."
+               f"middle n, one thread, {r.get('dtype', 'float64')}): "
+               f"{per_core / torch_rate:.2f}x."
                if torch_rate else "no PyTorch loop (torch is not installed)."))
     return with_foreign_load(lines, r["foreign_cpu_s"])
 
@@ -192,16 +201,19 @@ def main(argv: list[str] | None = None, out: Path | None = None) -> dict[str, An
     ap = parser(__doc__, out)
     ap.add_argument("--paper", action="store_true", help="the paper preset's whole Gaussian grid")
     ap.add_argument("--runs", type=int, default=25)
+    ap.add_argument("--dtype", choices=("float64", "float32"), default="float64")
     ap.add_argument("--grid", help=argparse.SUPPRESS)  # internal: one mode in this process
     ap.add_argument("--mode", choices=("on", "off"), help=argparse.SUPPRESS)
     ap.add_argument("--json", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.grid:
-        grid = run_grid([int(v) for v in args.grid.split(",")], args.runs, args.mode == "on")
+        grid = run_grid([int(v) for v in args.grid.split(",")], args.runs, args.mode == "on",
+                        args.dtype)
         Path(args.json).write_text(json.dumps(grid))
         return None
-    r = bench(args.paper, args.runs)
-    finish("dana_fig3", r, table, args.out)
+    r = bench(args.paper, args.runs, dtype=args.dtype)
+    finish("dana_fig3" if args.dtype == "float64" else f"dana_fig3_{args.dtype}", r, table,
+           args.out)
     return r
 
 

@@ -3,9 +3,12 @@
 
 Three compiled variants of :func:`~shallowflow.dynamics.step.segment_body`, each cached by jit
 per (EngineConfig, shapes): the GEMM path (XLA defaults), the elementwise path (small n or d,
-``SMALL_UNROLL`` steps per loop iteration, no YNNPACK) and, for diagonal inputs, the blocked
-path (blocks of ``DIAGONAL_BLOCK`` runs each run the whole time loop while their state stays in
-cache). Runs are independent, so every variant gives identical results.
+``SMALL_UNROLL`` steps per loop iteration, no YNNPACK) and, on CPU, the blocked path: blocks of
+runs each run the whole time loop while their data and state stay in cache, and a block whose
+runs have all stopped skips the rest of its steps. Blocked are diagonal inputs (``DIAGONAL_BLOCK``
+runs per block) and large per-run data (:func:`_block_size`). Runs are independent, so the
+variants give the same results; per-run data in blocks of one run is contracted by 2-D products
+instead of batched ones, which sum in another order (equal to rounding).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from jax import Array, lax
 from shallowflow.dynamics.config import EngineConfig
 from shallowflow.dynamics.state import EngineState, Reference, Stop, run_axis
 from shallowflow.dynamics.step import segment_body
-from shallowflow.inputs import SMALL, DiagonalInputs, Inputs, OneDimInputs
+from shallowflow.inputs import SMALL, DiagonalInputs, Inputs, OneDimInputs, PerRunInputs
 
 # XLA:CPU hands elementwise work and reductions to the YNNPACK library by default; for the
 # unrolled small contractions (d or n <= 4) and diagonal inputs that is 3-7x slower than XLA's own
@@ -28,6 +31,8 @@ from shallowflow.inputs import SMALL, DiagonalInputs, Inputs, OneDimInputs
 _NO_YNN = {"xla_cpu_experimental_ynn_fusion_type": ""}
 SMALL_UNROLL = 4  # steps per loop iteration on the elementwise paths (bench/NOTES.md)
 DIAGONAL_BLOCK = 4  # runs per block on the diagonal path (measured best, bench/NOTES.md)
+PER_RUN_BLOCK_BYTES = 2 << 20  # per-run data of a block, at most (bench/NOTES.md)
+PER_RUN_MIN_BYTES = 256 << 10  # a run's data, at least, for its own block to pay
 
 
 def _blocks(tree, nb: int, block: int):
@@ -53,30 +58,32 @@ def _unblocks(tree, axis_of: Callable[[Array], int]):
 
 
 def _segment_blocked(cfg: EngineConfig, block: int, step0: Array, state: EngineState,
-                     targets: Array, count: Array, inputs: DiagonalInputs, y: Array, stop: Stop,
-                     keys: Array, ref: Reference, neurons: Array | None = None):
+                     targets: Array, count: Array, inputs: DiagonalInputs | PerRunInputs,
+                     y: Array, stop: Stop, keys: Array, ref: Reference,
+                     neurons: Array | None = None):
     """The segment for blocks of ``block`` runs at a time, each block running the whole time
-    loop while its state stays in cache (runs are independent, so results are identical). For
-    the memory-bound diagonal path this saves most of the per-step memory traffic."""
+    loop while its data and state stay in cache (runs are independent, so results are the same).
+    For the memory-bound diagonal path this saves most of the per-step memory traffic; for large
+    per-run data, the second pass over each run's data per step."""
     R = stop.loss.shape[0]
     nb = R // block
     per_run_data = inputs.per_run
     blocked = _blocks((state, stop, keys, ref, neurons), nb, block)
     if per_run_data:
-        s_b = jnp.moveaxis(inputs.s.reshape(inputs.n, nb, block), 1, 0)
-        y_b = y.reshape(nb, block, -1)
+        in_b, y_b = inputs.blocks(nb, block), y.reshape(nb, block, -1)
     else:
-        s_b = y_b = None
+        in_b = y_b = None
+    unroll = SMALL_UNROLL if isinstance(inputs, DiagonalInputs) else 1
 
     def one(args):
-        (st, stop, kk, rf, nn), sb, yb = args
-        inp = DiagonalInputs(sb) if per_run_data else inputs
+        (st, stop, kk, rf, nn), ib, yb = args
+        inp = ib if per_run_data else inputs
         yy = yb if per_run_data else y
         _, st, rec = segment_body(cfg, step0, st, targets, count, inp, yy, stop, kk, rf, nn,
-                                  SMALL_UNROLL)
+                                  unroll)
         return st, rec
 
-    st_b, rec_b = lax.map(one, (blocked, s_b, y_b))
+    st_b, rec_b = lax.map(one, (blocked, in_b, y_b))
     state = _unblocks(st_b, lambda x: run_axis(x[0]))
     # records: (nb, S, block, ...) -> (S, R, ...)
     records = jax.tree_util.tree_map(
@@ -96,10 +103,26 @@ _segment_blocked_default = jax.jit(_segment_blocked, static_argnums=(0, 1))
 
 
 def _block_size(inputs: Inputs, R: int) -> int:
-    """Runs per block for blocked execution (0: not blocked): the diagonal path only."""
-    if not isinstance(inputs, DiagonalInputs) or R <= DIAGONAL_BLOCK:
+    """Runs per block for blocked execution (0: not blocked), on CPU only (a GPU wants every run
+    at once): diagonal inputs in blocks of at most ``DIAGONAL_BLOCK`` runs; per-run data of at
+    least ``PER_RUN_MIN_BYTES`` per run, when the batch's does not fit ``PER_RUN_BLOCK_BYTES``,
+    in the largest blocks that do (at least one run). Block sizes divide R."""
+    if jax.default_backend() != "cpu":
         return 0
-    return max(b for b in range(1, DIAGONAL_BLOCK + 1) if R % b == 0)
+    if isinstance(inputs, DiagonalInputs):
+        limit = DIAGONAL_BLOCK
+        if R <= limit or all(R % b for b in range(2, limit + 1)):
+            return 0  # blocks of one diagonal run do not pay
+    elif isinstance(inputs, PerRunInputs) and not _is_elementwise(inputs):
+        per_run = inputs.X[0].size * inputs.X.dtype.itemsize
+        if per_run < PER_RUN_MIN_BYTES:
+            return 0
+        limit = max(1, PER_RUN_BLOCK_BYTES // per_run)
+    else:
+        return 0
+    if R <= limit:
+        return 0
+    return max(b for b in range(1, limit + 1) if R % b == 0)
 
 
 def _is_elementwise(inputs: Inputs) -> bool:
@@ -116,8 +139,9 @@ def segment(cfg: EngineConfig, step0: Array, state: EngineState, targets: Array,
     ``neurons`` (R, w): step only these (:mod:`~shallowflow.dynamics.live`)."""
     args = (step0, state, targets, count, inputs, y, stop, keys, ref, neurons)
     block = _block_size(inputs, stop.loss.shape[0])
-    if block > 1:
-        fn = _segment_blocked_jit if _no_ynn_supported[0] else _segment_blocked_default
+    if block > 0:
+        no_ynn = _no_ynn_supported[0] and _is_elementwise(inputs)
+        fn = _segment_blocked_jit if no_ynn else _segment_blocked_default
         return fn(cfg, block, *args)
     if _no_ynn_supported[0] and _is_elementwise(inputs):
         try:

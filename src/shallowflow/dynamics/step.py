@@ -168,6 +168,11 @@ def segment_body(cfg: EngineConfig, step0: Array, state: EngineState, targets: A
     def measure(st: EngineState, step: Array):
         return _record(cfg, st, step, inputs, y, stop, ref)
 
+    def moving(st: EngineState) -> Array:
+        """Whether a run still steps: a batch (or block) whose runs have all stopped or diverged
+        skips its remaining steps (they would leave every parameter as it is)."""
+        return jnp.any(st.code == RUNNING)
+
     def advance(carry, target_and_index):
         target, index = target_and_index
 
@@ -187,8 +192,9 @@ def segment_body(cfg: EngineConfig, step0: Array, state: EngineState, targets: A
                              mask=live.gather(st.mask, neurons))
         c = (step, st, _hint(cfg, st.params, inputs))
         if unroll > 1:
-            c = lax.while_loop(lambda c: c[0] + unroll <= target, body_unrolled, c)
-        step, st, _ = lax.while_loop(lambda c: c[0] < target, body, c)
+            c = lax.while_loop(lambda c: (c[0] + unroll <= target) & moving(c[1]), body_unrolled, c)
+        _, st, _ = lax.while_loop(lambda c: (c[0] < target) & moving(c[1]), body, c)
+        step = jnp.maximum(step, target)  # once no run moves, the steps left change nothing
         if neurons is not None:
             st = st._replace(params=live.scatter(full.params, st.params, neurons),
                              mask=live.scatter(full.mask, st.mask, neurons))
