@@ -136,6 +136,19 @@ def test_executors_bench_runs_and_tabulates(tmp_path: Path) -> None:
         executors.bench(only="ray")
 
 
+def test_benchmark_options_refuse_bad_values_before_any_work(capsys) -> None:
+    """An unknown dana-fig4 preset is refused before the sweeps run; the dana_fig3 script's
+    --dtype names the option and what is allowed (argparse: exit code 2)."""
+    from shallowflow.benchmarks import dana_fig3, executors
+
+    with pytest.raises(ValueError, match="--fig4-preset.*quick.*got 'huge'"):
+        executors.bench(networks=10**9, only="local", fig4_preset="huge")
+    with pytest.raises(SystemExit) as exit_:
+        dana_fig3.main(["--dtype", "float16"])
+    assert exit_.value.code == 2
+    assert "--dtype" in capsys.readouterr().err
+
+
 def test_dana_fig3_table_against_the_large_gemm_and_pytorch_per_core() -> None:
     """20 useful GFLOP/s on 2 cores: 40 % of a 50 GFLOP/s large GEMM; 10 per core against a
     PyTorch loop's 8: 1.25x."""

@@ -125,9 +125,11 @@ def _keys(seeds: Sequence[int], indices: Sequence[int], stream: int) -> jax.Arra
 def _data_keys(refs: Sequence[RunRef]) -> jax.Array:
     """The data keys (R, 2) of ``refs``: from the data seed (default: the experiment's) and the
     run index for per-run data (0 for shared data)."""
-    data = [r.experiment.data for r in refs]
-    return _keys([r.experiment.seed if d.seed is None else d.seed for r, d in zip(refs, data, strict=True)],
-                 [r.index if d.per_run else 0 for r, d in zip(refs, data, strict=True)], DATA_STREAM)
+    seeds, indices = zip(*[(r.experiment.seed if r.experiment.data.seed is None
+                            else r.experiment.data.seed,
+                            r.index if r.experiment.data.per_run else 0) for r in refs],
+                          strict=True)
+    return _keys(seeds, indices, DATA_STREAM)
 
 
 def dataset_of(ref: RunRef) -> tuple[np.ndarray, np.ndarray]:

@@ -110,8 +110,9 @@ def batch_loss_and_gradient(
 
 
 def to_engine_layout(net: Network) -> tuple[Array, Array]:
-    """Batched Network (a (R, p), W (R, p, d)) -> (a, Wt (d, R, p))."""
-    return net.a, jnp.transpose(net.W, (2, 0, 1))
+    """Batched Network (a (R, p), W (R, p, d)) -> (a, Wt (d, R, p)); host arrays stay on the
+    host."""
+    return net.a, net.W.transpose(2, 0, 1)
 
 
 def from_engine_layout(a: Array, Wt: Array) -> Network:

@@ -347,7 +347,6 @@ class Trainer:
         return train_protocols(protocols, **self._bound(), **options)
 
 
-
 def trainer(show_progress: bool = True, executor: Executor | None = None,
             force: bool = False, store: Path | None = None,
             precision: Precision = DEFAULT_PRECISION) -> Trainer:

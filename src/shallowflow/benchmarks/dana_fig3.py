@@ -16,8 +16,8 @@ paper preset's whole Gaussian grid (n = 1500..3500 step 50: extension plus the p
 ``--dtype float32`` trains every run in float32 (the references then in float32 too; the raw
 numbers go to ``dana_fig3_float32.json``).
 
-    shallowflow bench dana_fig3 [--paper] [--runs 25] [--dtype float32]
-    python -m shallowflow.benchmarks.dana_fig3 [same options]
+    shallowflow bench dana_fig3      (the default grid, float64)
+    python -m shallowflow.benchmarks.dana_fig3 [--paper] [--runs 25] [--dtype float32]
 """
 
 from __future__ import annotations

@@ -211,6 +211,13 @@ def bench(networks: int = NETWORKS, steps: int = STEPS, max_batch: int = MAX_BAT
     unknown = sorted(set(keys) - set(EXECUTORS))
     if unknown:
         raise ValueError(f"--only: executors among {', '.join(EXECUTORS)}, got {only!r}")
+    if fig4:
+        from shallowflow.reproductions import catalogue
+
+        presets = catalogue()["dana-fig4"].presets
+        if fig4_preset not in presets:
+            raise ValueError(f"--fig4-preset: a dana-fig4 preset among {', '.join(presets)}, "
+                             f"got {fig4_preset!r}")
     spec = sweep_spec(networks, steps, max_batch)
     out: dict[str, Any] = {"name": "executors",
                            "config": {"networks": networks, "steps": steps, "max_batch": max_batch,

@@ -73,7 +73,7 @@ def _segment_blocked(cfg: EngineConfig, block: int, step0: Array, state: EngineS
         in_b, y_b = inputs.blocks(nb, block), y.reshape(nb, block, -1)
     else:
         in_b = y_b = None
-    unroll = SMALL_UNROLL if isinstance(inputs, DiagonalInputs) else 1
+    unroll = SMALL_UNROLL if _is_elementwise(inputs) else 1
 
     def one(args):
         (st, stop, kk, rf, nn), ib, yb = args
@@ -110,19 +110,16 @@ def _block_size(inputs: Inputs, R: int) -> int:
     if jax.default_backend() != "cpu":
         return 0
     if isinstance(inputs, DiagonalInputs):
-        limit = DIAGONAL_BLOCK
-        if R <= limit or all(R % b for b in range(2, limit + 1)):
-            return 0  # blocks of one diagonal run do not pay
+        limit, smallest = DIAGONAL_BLOCK, 2  # blocks of one diagonal run do not pay
     elif isinstance(inputs, PerRunInputs) and not _is_elementwise(inputs):
         per_run = inputs.X[0].size * inputs.X.dtype.itemsize
         if per_run < PER_RUN_MIN_BYTES:
             return 0
-        limit = max(1, PER_RUN_BLOCK_BYTES // per_run)
+        limit, smallest = max(1, PER_RUN_BLOCK_BYTES // per_run), 1
     else:
         return 0
-    if R <= limit:
-        return 0
-    return max(b for b in range(1, limit + 1) if R % b == 0)
+    block = max(b for b in range(1, limit + 1) if R % b == 0)
+    return block if smallest <= block < R else 0
 
 
 def _is_elementwise(inputs: Inputs) -> bool:

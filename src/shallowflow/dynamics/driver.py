@@ -39,7 +39,7 @@ from shallowflow.dynamics.state import (
 )
 from shallowflow.dynamics.step import live_neurons, probe_context
 from shallowflow.inputs import DiagonalInputs, Inputs, OneDimInputs, PerRunInputs, SharedInputs
-from shallowflow.network import Network
+from shallowflow.network import Network, to_engine_layout
 from shallowflow.probes import CLASSES, PERP_GRAM
 
 
@@ -290,8 +290,8 @@ def simulate(
         host = np.asarray(inputs_raw, dtype) if isinstance(inputs_raw, np.ndarray) else inputs_raw
         inputs = jax.tree_util.tree_map(lambda v: to_device(v, dtype), as_inputs(host))
     y = to_device(y, dtype)
-    a0 = to_device(net0.a, dtype)
-    Wt0 = to_device(np.transpose(np.asarray(W_engine, dtype), (2, 0, 1)))  # engine layout (d, R, p)
+    a0, Wt0 = (to_device(v, dtype)
+               for v in to_engine_layout(Network(np.asarray(net0.a), np.asarray(W_engine))))
     with np.errstate(divide="ignore"):
         log_perp_sq = to_device(np.log(np.sum(W_perp.astype(np.float64) ** 2, axis=2)), dtype)
     ls = None if log_scale is None else to_device(log_scale, dtype)
