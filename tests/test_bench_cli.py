@@ -141,7 +141,7 @@ def test_benchmark_options_refuse_bad_values_before_any_work(capsys) -> None:
     --dtype names the option and what is allowed (argparse: exit code 2)."""
     from shallowflow.benchmarks import dana_fig3, executors
 
-    with pytest.raises(ValueError, match="--fig4-preset.*quick.*got 'huge'"):
+    with pytest.raises(ValueError, match=r"--fig4-preset.*quick.*got 'huge'"):
         executors.bench(networks=10**9, only="local", fig4_preset="huge")
     with pytest.raises(SystemExit) as exit_:
         dana_fig3.main(["--dtype", "float16"])
