@@ -292,23 +292,26 @@ def np_masked_run(a, W, X, y, w, m, kappa, name, reduction):
     return L, ga, gW, Z, active, out
 
 
-@pytest.mark.parametrize("layout", ["shared", "per_run"])
-@pytest.mark.parametrize("runs", [1, 3])
+@pytest.mark.parametrize(("layout", "runs"), [("shared", 1), ("shared", 3), ("per_run", 1),
+                                              ("per_run", 3), ("run", 1)])
 def test_batched_layouts_match_numpy_with_weights_and_mask(layout, runs):
     from shallowflow.activations import RELU
-    from shallowflow.inputs import PerRunInputs, SharedInputs
+    from shallowflow.inputs import PerRunInputs, RunInputs, SharedInputs
     from shallowflow.network import batch_loss_and_gradient
 
     rng = np.random.default_rng(11 + runs)
-    Xs = rng.normal(size=(runs, N, D)) if layout == "per_run" else np.repeat(
+    Xs = rng.normal(size=(runs, N, D)) if layout != "shared" else np.repeat(
         rng.normal(size=(1, N, D)), runs, axis=0)
-    ys = rng.normal(size=(runs, N)) if layout == "per_run" else np.repeat(
+    ys = rng.normal(size=(runs, N)) if layout != "shared" else np.repeat(
         rng.normal(size=(1, N)), runs, axis=0)
     a, W = rng.normal(size=(runs, P)), rng.normal(size=(runs, P, D))
     w = rng.uniform(0.5, 2.0, size=(N, runs))
     m = rng.random((N, runs, P)) < 0.8
     kappa, loss = 1.0 / P, Loss("square", "mean")
-    if layout == "per_run":
+    if layout == "run":  # X^T given as its own array, as the blocked path holds it
+        inputs = RunInputs(jnp.asarray(Xs), jnp.asarray(np.ascontiguousarray(Xs.transpose(0, 2, 1))))
+        y = jnp.asarray(ys)
+    elif layout == "per_run":
         inputs, y = PerRunInputs(jnp.asarray(Xs)), jnp.asarray(ys)
     else:
         inputs, y = SharedInputs.of(jnp.asarray(Xs[0])), jnp.asarray(ys[0])

@@ -7,14 +7,19 @@ The engine keeps the hidden weights of all R runs side by side, ``Wt`` of shape 
     M[:, r, j] = sum_i G[i, r, j] x_i^(r)            back-projection     (d, R, p)
 
 An ``Inputs`` object implements these two maps for one data layout, and says in which order it
-keeps sample-space arrays (Z, the activity pattern, outputs, labels): ``sample_axis`` 0 is the
-canonical (n, R, ...) order, 1 is (R, n, ...). ``native`` and ``canonical`` convert between the two.
+keeps sample-space arrays (Z, the activity pattern, outputs, labels): ``sample_axis`` is the
+position of the sample axis in per-run arrays such as the outputs (0: the canonical (n, R), 1:
+(R, n)) and ``neuron_axis`` that of the neurons in Z-shaped arrays (2: (n, R, p) or (R, n, p);
+1: (R, p, n)). ``native`` and ``canonical`` convert between the native and canonical orders.
 
 - :class:`SharedInputs`: one dataset for every run, X (n, d). Z = X @ Wt, M = X^T @ G.
 - :class:`PerRunInputs`: a dataset per run, X (R, n, d): batched contractions, in the
   run-major order (R, n, p) that batched GEMMs produce and consume (the canonical order would add
   transposes of the (n, R, p) arrays every step: 1.6x slower at DPB's Fig. 3 shapes,
   bench/NOTES.md).
+- :class:`RunInputs`: one run's own data, X (1, n, d) with X^T kept beside it, neuron-major
+  (1, p, n): both products are plain row-major GEMMs (W X^T and G^T X). The blocked per-run path
+  advances blocks of one run in this layout (:mod:`shallowflow.dynamics.compilation`).
 - :class:`DiagonalInputs`: orthogonal data written in its own orthonormal basis, X = diag(s):
   Z = s * Wt and M = s * G, O(n R p) work instead of O(n d R p) (docs/math.md §0.3 fast path).
 - :class:`OneDimInputs`: one input coordinate and a bias, x_i = (x_i, 1), kept sorted: a neuron's
@@ -46,6 +51,13 @@ def _mm(A: Array, B: Array) -> Array:
             out = out + A[:, i, None] * B[None, i, :]
         return out
     return A @ B
+
+
+def _row_major(x: Array) -> Array:
+    """``x`` as computed: XLA may not fold a transpose of it into the neighbouring product (it
+    would turn W^T X^T into a product with a transposed operand, which XLA:CPU computes in its
+    own, slower loop instead of its GEMM library)."""
+    return jax.lax.optimization_barrier(x)
 
 
 def _same(x: Array) -> Array:
@@ -85,6 +97,7 @@ class SharedInputs(NamedTuple):
         return y[:, None]
 
     sample_axis = 0
+    neuron_axis = 2
     native = canonical = staticmethod(_same)
 
     def take_runs(self, idx: Array) -> SharedInputs:
@@ -121,6 +134,7 @@ class PerRunInputs(NamedTuple):
         return y
 
     sample_axis = 1
+    neuron_axis = 2
 
     @staticmethod
     def native(x: Array) -> Array:
@@ -134,10 +148,56 @@ class PerRunInputs(NamedTuple):
 
     per_run = True
 
-    def blocks(self, nb: int, block: int) -> PerRunInputs:
+    def blocks(self, nb: int, block: int) -> PerRunInputs | RunInputs:
         """The inputs of ``nb`` blocks of ``block`` consecutive runs, blocks first (for
-        ``lax.map``): X (nb, block, n, d)."""
-        return PerRunInputs(self.X.reshape(nb, block, *self.X.shape[1:]))
+        ``lax.map``): X (nb, block, n, d); blocks of one run as :class:`RunInputs`."""
+        X = self.X.reshape(nb, block, *self.X.shape[1:])
+        return RunInputs(X, _row_major(jnp.swapaxes(X, 2, 3))) if block == 1 else PerRunInputs(X)
+
+
+class RunInputs(NamedTuple):
+    """One run's own data, X (1, n, d) (labels (1, n)), and ``Xt`` = X^T (1, d, n).
+
+    Sample-space arrays are neuron-major, Z (1, p, n): the forward product is W X^T and the
+    back-projection G^T X, both plain row-major GEMMs, which XLA:CPU hands to its GEMM library
+    (a product with a transposed operand runs in XLA's own loop; in PerRunInputs' (n, p) order
+    the step of DPB's Fig. 3 shape took 1.17x longer in float64, 1.19x in float32,
+    bench/NOTES.md). Used for blocks of one run (``Xt`` made once per segment call): batched
+    products were faster in PerRunInputs' order."""
+
+    X: Array
+    Xt: Array
+
+    @property
+    def n(self) -> int:
+        return self.X.shape[1]
+
+    def pre(self, Wt: Array) -> Array:
+        """Z (1, p, n) = W X^T."""
+        return (_row_major(Wt[:, 0, :].T) @ self.Xt[0])[None]
+
+    def post(self, G: Array) -> Array:
+        """M (d, 1, p) from G (1, p, n): (G X)^T."""
+        return _row_major(G[0] @ self.X[0]).T[:, None, :]
+
+    def labels(self, y: Array) -> Array:
+        """Labels (1, n), already run-major."""
+        return y
+
+    sample_axis = 1
+    neuron_axis = 1
+
+    @staticmethod
+    def native(x: Array) -> Array:
+        """(n, 1) -> (1, n); (n, 1, p) -> (1, p, n)."""
+        return jnp.swapaxes(x, 0, 1) if x.ndim == 2 else jnp.transpose(x, (1, 2, 0))
+
+    @staticmethod
+    def canonical(x: Array) -> Array:
+        """(1, n) -> (n, 1); (1, p, n) -> (n, 1, p)."""
+        return jnp.swapaxes(x, 0, 1) if x.ndim == 2 else jnp.transpose(x, (2, 0, 1))
+
+    per_run = True
 
 
 class DiagonalInputs(NamedTuple):
@@ -160,6 +220,7 @@ class DiagonalInputs(NamedTuple):
         return y[:, None] if y.ndim == 1 else y.T
 
     sample_axis = 0
+    neuron_axis = 2
     native = canonical = staticmethod(_same)
 
     @property
@@ -258,6 +319,7 @@ class OneDimInputs(NamedTuple):
         return jnp.take_along_axis(y, self.order, axis=1)
 
     sample_axis = 0
+    neuron_axis = 2
     native = canonical = staticmethod(_same)
 
     def take_runs(self, idx: Array) -> OneDimInputs:
@@ -294,4 +356,4 @@ def _window(xs: np.ndarray, lo: np.ndarray, size: int) -> np.ndarray:
                            inside], axis=1)
 
 
-Inputs = SharedInputs | PerRunInputs | DiagonalInputs | OneDimInputs
+Inputs = SharedInputs | PerRunInputs | RunInputs | DiagonalInputs | OneDimInputs

@@ -84,7 +84,7 @@ def batch_loss_and_gradient(
 
         return onedim.batch_loss_and_gradient(a, Wt, inputs, y, kappa, activation, loss, weights,
                                               mask, hint)
-    sa = inputs.sample_axis  # position of the sample axis; the run axis is the other one
+    sa, na = inputs.sample_axis, inputs.neuron_axis  # in per-run arrays (n, R) / Z-shaped ones
     Z = inputs.pre(Wt)
     active = Z > 0 if mask is None else (Z > 0) & inputs.native(mask)
     if activation.leak == 0.0:
@@ -92,17 +92,22 @@ def batch_loss_and_gradient(
         D = active.astype(Z.dtype)
     else:
         S, D = activation(Z), activation.derivative(Z)
+    # Z's axes: runs before neurons; (n, R, p) and (R, n, p) append the neurons to the per-run
+    # order, (R, p, n) puts them between runs and samples
+    z_runs = 1 - sa if na == 2 else 0
+    z_samples = 3 - na - z_runs
     if a.shape[0] == 1:  # a single run: a mat-vec (a faster loop on XLA:CPU than the reduction)
-        out = kappa * jnp.expand_dims(jnp.squeeze(S, 1 - sa) @ a[0], 1 - sa)
+        S1 = jnp.squeeze(S, z_runs)
+        out = kappa * jnp.expand_dims(S1 @ a[0] if na == 2 else a[0] @ S1, 1 - sa)
     else:
-        out = kappa * jnp.sum(S * jnp.expand_dims(a, sa), axis=-1)
+        out = kappa * jnp.sum(S * jnp.expand_dims(a, z_samples), axis=na)
     yl = inputs.labels(y)
     weights = jnp.asarray(weights, Z.dtype)
     w = jnp.broadcast_to(inputs.native(weights) if weights.ndim == 2 else weights, out.shape)
     c = loss.normaliser(w, axis=sa)  # per run
     value = c * jnp.sum(w * loss.pointwise(out, yl), axis=sa)
     g = jnp.expand_dims(c, sa) * w * loss.pointwise_derivative(out, yl)
-    M = inputs.post(D * g[..., None])
+    M = inputs.post(D * jnp.expand_dims(g, na))
     grad_Wt = kappa * a[None] * M
     grad_a = kappa * jnp.sum(Wt * M, axis=0)
     return BatchGradient(value, grad_a, grad_Wt, inputs.canonical(Z), inputs.canonical(active),

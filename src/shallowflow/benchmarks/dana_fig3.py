@@ -5,8 +5,10 @@ re-batching (runs that reached the loss threshold leave the compiled batch).
 Useful flops: 4 n d p per run and GD step actually needed (a run stops at L < 1/(2n) or at
 t_inf, docs/math.md §1.3), summed over runs; useful GFLOP/s = that / wall time, and its ratio to
 numpy's GFLOP/s on the per-run GEMM pair is the fraction of the (batched-small) roofline; beside
-it, the fraction of the machine's large-GEMM rate and, per core, the authors' kind of PyTorch
-loop (one network at the middle n, one thread), measured in the same run. Without re-batching a
+it, the fraction of the machine's large-GEMM rate, XLA's rate on the step's two products alone
+(:func:`xla_products_rate`, the most a step compiled by this XLA can reach) and, per core, the
+authors' kind of PyTorch loop (one network at the middle n, one thread), measured in the same
+run. Without re-batching a
 stopped run is still computed (frozen) until every run of its batch has stopped. Each mode runs in
 a fresh process, so both include their compilations (re-batching compiles each smaller batch size
 once). The default grid is the part of the paper preset's grid around the transition this
@@ -65,6 +67,36 @@ def batched_roofline(R: int, n: int, d: int, p: int, repeats: int = 3,
     t_f, _ = best_time(lambda: np.matmul(X, W.transpose(0, 2, 1)), repeats)
     t_b, _ = best_time(lambda: np.matmul(G.transpose(0, 2, 1), X), repeats)
     return 4.0 * R * n * d * p / (t_f + t_b) / 1e9
+
+
+def xla_products_rate(R: int, n: int, d: int, p: int, dtype: str = "float64",
+                      steps: int = 100, repeats: int = 5) -> float:
+    """XLA's GFLOP/s of the two products of a step alone, Z_r = W_r X_r^T and M_r = G_r X_r
+    (4 n d p R flops per step), in the fastest layout found (W (p, d), X^T kept beside X, 2-D
+    products, one run after another as the blocked engine runs them; bench/NOTES.md): the
+    ceiling of a step compiled by this XLA, whatever its elementwise work costs."""
+    import jax
+
+    from shallowflow import enable_float64
+
+    enable_float64()  # else float64 arrays silently become float32 ones
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((R, n, d)).astype(dtype)
+    args = (jax.device_put(X), jax.device_put(np.ascontiguousarray(X.transpose(0, 2, 1))),
+            jax.device_put((rng.standard_normal((R, p, d)) / d).astype(dtype)))
+
+    def run(X: jax.Array, Xt: jax.Array, W: jax.Array) -> jax.Array:
+        def step(_: int, W: jax.Array) -> jax.Array:
+            # G = Z / n keeps the values bounded; the barrier keeps XLA from reassociating
+            # (W Xt) X into W (Xt X), a loop-invariant product and a p x d x d one per step
+            return W - jax.lax.optimization_barrier(W @ Xt) @ X / n
+        return jax.lax.fori_loop(0, steps, step, W)
+
+    fn = jax.jit(lambda X, Xt, W: jax.lax.map(lambda a: run(*a), (X, Xt, W)))
+    if fn(*args).dtype != dtype:
+        raise RuntimeError(f"xla_products_rate: computed in {fn(*args).dtype}, not {dtype}")
+    t, _ = best_time(lambda: fn(*args).block_until_ready(), repeats)
+    return 4.0 * R * n * d * p * steps / t / 1e9
 
 
 @contextlib.contextmanager
@@ -146,11 +178,13 @@ def bench(paper: bool = False, runs: int = 25, ns: Sequence[int] | None = None,
         on = _fresh_process(ns, runs, True, dtype)
         n_mid = ns[len(ns) // 2]
         roof = batched_roofline(runs, n_mid, D, neurons_for(n_mid), dtype=dtype)
+        products = xla_products_rate(runs, n_mid, D, neurons_for(n_mid), dtype=dtype)
         gemm = large_gemm_rate(np.dtype(dtype))
         torch_rate = torch_loop_rate(n_mid, D, neurons_for(n_mid), dtype, 50)
     return {"name": "dana_fig3", "dtype": dtype, "ns": ns, "runs": runs, "rebatch": on, "no_rebatch": off,
             "roofline_gflops": roof, "roofline_shape": [runs, n_mid, D, neurons_for(n_mid)],
-            "large_gemm_gflops": gemm, "torch_loop_gflops_per_core": torch_rate,
+            "large_gemm_gflops": gemm, "xla_products_gflops": products,
+            "torch_loop_gflops_per_core": torch_rate,
             "cores": cpu_count(), "saving": off["wall_s"] / on["wall_s"],
             "foreign_cpu_s": foreign.value, "machine": machine_info()}
 
@@ -186,7 +220,13 @@ def table(r: dict[str, Any]) -> str:
         lines.append(
             f"Against the machine's large-GEMM rate (numpy 2048 x 2048, {r['cores']} cores, "
             f"{r['large_gemm_gflops']:.1f} GFLOP/s): "
-            f"{100 * on['gflops'] / r['large_gemm_gflops']:.0f}% (goal 85%). Per core "
+            f"{100 * on['gflops'] / r['large_gemm_gflops']:.0f}% (goal 85%). "
+            + (f"XLA's two products alone on the same shapes (the step's ceiling in this "
+               f"compiler): {r['xla_products_gflops']:.1f} GFLOP/s, "
+               f"{100 * r['xla_products_gflops'] / r['large_gemm_gflops']:.0f}% of the large "
+               f"GEMM; the engine reaches {100 * on['gflops'] / r['xla_products_gflops']:.0f}% "
+               "of it. " if "xla_products_gflops" in r else "")
+            + "Per core "
             f"{per_core:.1f} GFLOP/s, against "
             + (f"{torch_rate:.1f} for the authors' kind of PyTorch loop (one network at the "
                f"middle n, one thread, {r.get('dtype', 'float64')}): "

@@ -6,7 +6,8 @@ per (EngineConfig, shapes): the GEMM path (XLA defaults), the elementwise path (
 ``SMALL_UNROLL`` steps per loop iteration, no YNNPACK) and, on CPU, the blocked path: blocks of
 runs each run the whole time loop while their data and state stay in cache, and a block whose
 runs have all stopped skips the rest of its steps. Blocked are diagonal inputs (``DIAGONAL_BLOCK``
-runs per block) and large per-run data (:func:`_block_size`). Runs are independent, so the
+runs per block) and large per-run data (one run per block, in the neuron-major layout of
+:class:`~shallowflow.inputs.RunInputs`; :func:`_block_size`). Runs are independent, so the
 variants give the same results; per-run data in blocks of one run is contracted by 2-D products
 instead of batched ones, which sum in another order (equal to rounding).
 """
@@ -31,8 +32,7 @@ from shallowflow.inputs import SMALL, DiagonalInputs, Inputs, OneDimInputs, PerR
 _NO_YNN = {"xla_cpu_experimental_ynn_fusion_type": ""}
 SMALL_UNROLL = 4  # steps per loop iteration on the elementwise paths (bench/NOTES.md)
 DIAGONAL_BLOCK = 4  # runs per block on the diagonal path (measured best, bench/NOTES.md)
-PER_RUN_BLOCK_BYTES = 2 << 20  # per-run data of a block, at most (bench/NOTES.md)
-PER_RUN_MIN_BYTES = 256 << 10  # a run's data, at least, for its own block to pay
+PER_RUN_MIN_BYTES = 256 << 10  # a run's data, at least, for its own block to pay (bench/NOTES.md)
 
 
 def _blocks(tree, nb: int, block: int):
@@ -104,22 +104,17 @@ _segment_blocked_default = jax.jit(_segment_blocked, static_argnums=(0, 1))
 
 def _block_size(inputs: Inputs, R: int) -> int:
     """Runs per block for blocked execution (0: not blocked), on CPU only (a GPU wants every run
-    at once): diagonal inputs in blocks of at most ``DIAGONAL_BLOCK`` runs; per-run data of at
-    least ``PER_RUN_MIN_BYTES`` per run, when the batch's does not fit ``PER_RUN_BLOCK_BYTES``,
-    in the largest blocks that do (at least one run). Block sizes divide R."""
+    at once): diagonal inputs in blocks of at most ``DIAGONAL_BLOCK`` runs (dividing R); per-run
+    data of at least ``PER_RUN_MIN_BYTES`` per run in blocks of one run, in the layout of
+    :class:`~shallowflow.inputs.RunInputs` (a single run too)."""
     if jax.default_backend() != "cpu":
         return 0
     if isinstance(inputs, DiagonalInputs):
-        limit, smallest = DIAGONAL_BLOCK, 2  # blocks of one diagonal run do not pay
-    elif isinstance(inputs, PerRunInputs) and not _is_elementwise(inputs):
-        per_run = inputs.X[0].size * inputs.X.dtype.itemsize
-        if per_run < PER_RUN_MIN_BYTES:
-            return 0
-        limit, smallest = max(1, PER_RUN_BLOCK_BYTES // per_run), 1
-    else:
-        return 0
-    block = max(b for b in range(1, limit + 1) if R % b == 0)
-    return block if smallest <= block < R else 0
+        block = max(b for b in range(1, DIAGONAL_BLOCK + 1) if R % b == 0)
+        return block if 2 <= block < R else 0  # blocks of one diagonal run do not pay
+    if isinstance(inputs, PerRunInputs) and not _is_elementwise(inputs):
+        return int(inputs.X[0].size * inputs.X.dtype.itemsize >= PER_RUN_MIN_BYTES)
+    return 0
 
 
 def _is_elementwise(inputs: Inputs) -> bool:
