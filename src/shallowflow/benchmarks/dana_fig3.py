@@ -93,8 +93,9 @@ def xla_products_rate(R: int, n: int, d: int, p: int, dtype: str = "float64",
         return jax.lax.fori_loop(0, steps, step, W)
 
     fn = jax.jit(lambda X, Xt, W: jax.lax.map(lambda a: run(*a), (X, Xt, W)))
-    if fn(*args).dtype != dtype:
-        raise RuntimeError(f"xla_products_rate: computed in {fn(*args).dtype}, not {dtype}")
+    first = fn(*args).block_until_ready()  # compiles
+    if first.dtype != dtype:
+        raise RuntimeError(f"xla_products_rate: computed in {first.dtype}, not {dtype}")
     t, _ = best_time(lambda: fn(*args).block_until_ready(), repeats)
     return 4.0 * R * n * d * p * steps / t / 1e9
 

@@ -113,7 +113,8 @@ def _block_size(inputs: Inputs, R: int) -> int:
         block = max(b for b in range(1, DIAGONAL_BLOCK + 1) if R % b == 0)
         return block if 2 <= block < R else 0  # blocks of one diagonal run do not pay
     if isinstance(inputs, PerRunInputs) and not _is_elementwise(inputs):
-        return int(inputs.X[0].size * inputs.X.dtype.itemsize >= PER_RUN_MIN_BYTES)
+        run_bytes = inputs.X[0].size * inputs.X.dtype.itemsize
+        return 1 if run_bytes >= PER_RUN_MIN_BYTES else 0
     return 0
 
 
