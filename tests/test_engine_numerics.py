@@ -310,7 +310,7 @@ def test_per_run_blocks_equal_the_whole_batch(monkeypatch):
     assert compilation._block_size(PerRunInputs(X), nR) == (jax.default_backend() == "cpu")
     for block in (1, 2, 3):  # the policy's blocks of one (RunInputs), and the generic blocks
         monkeypatch.setattr(compilation, "_block_size", lambda inputs, R, b=block: b)
-        res = simulate(CFG6, nets, X, y, sched, stop_loss=stop)
+        res = simulate(CFG6, nets, X, y, sched, stop_loss=stop, threads=1)  # blocks of 6 runs
         assert calls and calls[-1] == block
         for r in range(nR):
             assert_same_run(whole, r, res, r, rtol=1e-12)
@@ -318,6 +318,109 @@ def test_per_run_blocks_equal_the_whole_batch(monkeypatch):
     np.testing.assert_allclose(res.final.a[4], a4, rtol=1e-10, atol=1e-13)
     np.testing.assert_allclose(res.final.W[4], W4, rtol=1e-10, atol=1e-13)
     np.testing.assert_allclose(res.records["loss"][4, 4:], refs[4][70], rtol=1e-10)
+
+
+@pytest.mark.parametrize("layout", ["per_run_blocked", "per_run_batched", "shared"])
+def test_shards_change_nothing(monkeypatch, layout):
+    """Shards of runs advanced side by side in threads (the default on a CPU with several
+    cores) give each run the result it gets in the whole batch: exactly where every run is
+    contracted alone (blocks of one run), to rounding where the batched products change shape.
+    Runs that stop mid-segment, and a padded last shard (7 runs in shards of 3), included."""
+    from shallowflow.dynamics import compilation
+
+    nR, n, d, p = 7, 12, 6, 5
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(nR, n, d)) if layout != "shared" else rng.normal(size=(n, d))
+    y = rng.normal(size=(nR, n)) if layout != "shared" else rng.normal(size=n)
+    nets = Network(rng.normal(size=(nR, p)), rng.normal(size=(nR, p, d)) / np.sqrt(d))
+    Xr = X if layout != "shared" else np.broadcast_to(X, (nR, n, d))
+    yr = y if layout != "shared" else np.broadcast_to(y, (nR, n))
+    refs = [np_gd(nets.a[r], nets.W[r], Xr[r], yr[r], STEPS6, lr=LR6)[0] for r in range(nR)]
+    stop = np.full(nR, -np.inf)
+    stop[[1, 4, 6]] = [0.5 * (refs[r][k] + refs[r][k + 1]) for r, k in ((1, 29), (4, 69), (6, 8))]
+    monkeypatch.setattr(compilation, "PER_RUN_MIN_BYTES",
+                        0 if layout == "per_run_blocked" else 1 << 40)
+    sched = record_schedule(STEPS6, every=20)
+    whole = simulate(CFG6, nets, X, y, sched, stop_loss=stop, threads=1)
+    np.testing.assert_array_equal(whole.status["stop_step"], [-1, 30, -1, -1, 70, -1, 9])
+    for threads in (2, 3):
+        seen: list[tuple[int, int]] = []
+        res = simulate(CFG6, nets, X, y, sched, stop_loss=stop, threads=threads,
+                       progress=lambda done, total, seen=seen: seen.append((done, total)))
+        if layout == "per_run_blocked":
+            for k in whole.records:
+                np.testing.assert_array_equal(res.records[k], whole.records[k], err_msg=k)
+            np.testing.assert_array_equal(res.final.W, whole.final.W)
+            np.testing.assert_array_equal(res.final.a, whole.final.a)
+        for r in range(nR):
+            assert_same_run(whole, r, res, r, rtol=1e-12)
+        np.testing.assert_array_equal(res.initial.W, whole.initial.W)
+        assert [s for s, _ in seen] == sorted(s for s, _ in seen) and seen[-1] == (STEPS6, STEPS6)
+    _, a4, W4 = np_gd(nets.a[4], nets.W[4], Xr[4], yr[4], 70, lr=LR6)  # stopped at step 70
+    np.testing.assert_allclose(res.final.a[4], a4, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(res.final.W[4], W4, rtol=1e-10, atol=1e-13)
+
+
+def test_shard_split():
+    """Shards: consecutive runs, equal sizes (the last padded with its first run), no more
+    shards than runs, and no empty shard."""
+    from shallowflow.dynamics.compilation import shards
+
+    def sizes(R, count):
+        parts = shards(None, R, count)
+        flat = np.concatenate([np.unique(s) for s in parts])
+        np.testing.assert_array_equal(flat, np.arange(R))  # every run once, in order
+        assert len({len(s) for s in parts}) == 1  # one shape
+        return [len(np.unique(s)) for s in parts]
+
+    assert sizes(25, 2) == [13, 12]
+    np.testing.assert_array_equal(shards(None, 25, 2)[1], [*range(13, 25), 13])
+    assert sizes(4, 3) == [2, 2]
+    assert sizes(7, 3) == [3, 3, 1]
+    assert sizes(1, 8) == [1]
+    assert sizes(6, 1) == [6]
+
+
+def test_shard_policy(monkeypatch):
+    """By default only runs contracted alone (large per-run data, blocks of one run, on CPU)
+    are sharded, one shard per core this process may use; shared and small per-run data stay
+    one batch (their products would change shape)."""
+    from shallowflow.dynamics import compilation
+    from shallowflow.inputs import PerRunInputs, SharedInputs
+
+    monkeypatch.setattr(compilation, "available_cores", lambda: [0, 1, 2])
+    large = PerRunInputs(np.zeros((25, 2000, 100)))
+    cpu = jax.default_backend() == "cpu"
+    assert len(compilation.shards(large, 25)) == (3 if cpu else 1)
+    assert len(compilation.shards(PerRunInputs(np.zeros((2, 2000, 100))), 2)) == (2 if cpu else 1)
+    assert len(compilation.shards(PerRunInputs(np.zeros((25, 64, 16))), 25)) == 1
+    shared = SharedInputs(np.zeros((2000, 100)), np.zeros((100, 2000)))
+    assert len(compilation.shards(shared, 25)) == 1
+
+
+def test_failing_shard_stops_the_others(monkeypatch):
+    """A shard that raises ends the call with its error; the other shards stop at their next
+    segment instead of finishing the batch."""
+    from shallowflow.dynamics import driver
+
+    nR, n, d, p = 4, 12, 6, 5
+    rng = np.random.default_rng(3)
+    X, y = rng.normal(size=(nR, n, d)), rng.normal(size=(nR, n))
+    nets = Network(rng.normal(size=(nR, p)), rng.normal(size=(nR, p, d)) / np.sqrt(d))
+    calls = []
+    real = driver.segment
+
+    def segment(*args, **kw):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("shard failed")
+        return real(*args, **kw)
+
+    monkeypatch.setattr(driver, "segment", segment)
+    sched = record_schedule(200, every=1)  # dozens of segments a shard
+    with pytest.raises(RuntimeError, match="shard failed"):
+        simulate(CFG6, nets, X, y, sched, threads=2, records_per_call=8)
+    assert len(calls) <= 6  # 2 x 26 segments without the stop
 
 
 def test_per_run_block_sizes():

@@ -125,3 +125,31 @@ def test_a_batch_of_several_experiments_reruns_each_run_as_its_own():
                                      "seed": seed, "runs": 1}) for seed in (3, 4)]
     a, b = train(exps, show_progress=False)
     assert a.precision_rel.values[0] < 1e-4 and b.precision_rel.values[0] < 1e-4
+
+
+@pytest.mark.parametrize("per_run", [False, True])
+def test_the_rerun_reuses_the_batch_s_own_draws(per_run):
+    """A certified float32 batch keeps its first k runs' data and initial networks as drawn
+    (float64, before the cast); the float64 rerun prepared from them equals the rerun drawn
+    anew, array for array, and the float32 batch trained their cast."""
+    from shallowflow.experiment import RunRef, prepare_batch
+
+    data = {**SPEC["data"], "per_run": per_run}
+    exp32 = experiment_from_mapping({**with_train(dtype="float32", certify_precision=2),
+                                     "data": data})
+    exp64 = experiment_from_mapping({**SPEC, "data": data})
+    batch = prepare_batch([RunRef(exp32, r) for r in range(4)])
+    assert batch.drawn is not None and batch.drawn.net0.W.shape[0] == 2
+    assert batch.drawn.X.dtype == np.float64 and batch.drawn.X.ndim == (3 if per_run else 2)
+    refs = [RunRef(exp64, r) for r in range(2)]
+    fresh, reused = prepare_batch(refs), prepare_batch(refs, batch.drawn)
+    assert reused.drawn is None  # a float64 batch keeps nothing
+    for name in ("X", "y", "stop_loss", "stop_grad", "schedule", "keys"):
+        np.testing.assert_array_equal(np.asarray(getattr(reused, name)),
+                                      np.asarray(getattr(fresh, name)), err_msg=name)
+    np.testing.assert_array_equal(reused.net0.a, fresh.net0.a)
+    np.testing.assert_array_equal(reused.net0.W, fresh.net0.W)
+    assert reused.config == fresh.config and reused.dtype == "float64"
+    np.testing.assert_array_equal(batch.X[:2] if per_run else batch.X,
+                                  reused.X.astype(np.float32))
+    np.testing.assert_array_equal(batch.net0.W[:2], reused.net0.W.astype(np.float32))

@@ -20,7 +20,7 @@ import itertools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -211,10 +211,23 @@ class BatchInputs:
     log_scale: np.ndarray | None  # (R,) log lambda per run, or None (scale-free schemes)
     span: bool
     notes: list[str]
+    drawn: Drawn | None = None  # a float32 batch's first train.certify_precision runs as drawn
 
 
-def prepare_batch(refs: Sequence[RunRef]) -> BatchInputs:
-    """Validate that ``refs`` can share a batch, then build data, initial networks and keys."""
+class Drawn(NamedTuple):
+    """Data and initial networks of some runs as :func:`prepare_batch` draws them, in float64
+    before any cast: X (n, d) shared or (k, n, d), y, net0 (a (k, p), W (k, p, d))."""
+
+    X: np.ndarray
+    y: np.ndarray
+    net0: Network
+
+
+def prepare_batch(refs: Sequence[RunRef], drawn: Drawn | None = None) -> BatchInputs:
+    """Validate that ``refs`` can share a batch, then build data, initial networks and keys.
+    ``drawn``: the runs' data and initial networks, already drawn (the precision certificate
+    reruns a float32 batch's first runs in float64 on the very arrays that batch drew, instead
+    of drawing them again: a compilation of the data and init programs per batch saved)."""
     refs = list(refs)
     if not refs:
         raise ValueError("refs: need at least one run")
@@ -224,6 +237,31 @@ def prepare_batch(refs: Sequence[RunRef]) -> BatchInputs:
         if static_signature(r.experiment) != sig:
             raise ValueError("refs: runs in one batch must differ only in batchable fields "
                              f"{BATCHABLE}")
+    seeds, indices = [r.experiment.seed for r in refs], [r.index for r in refs]
+    drawn = _draw(refs, _keys(seeds, indices, INIT_STREAM)) if drawn is None else drawn
+    X, y = drawn.X, drawn.y
+    log_scale = (None if first.log_lambda is None
+                 else np.array([r.experiment.log_lambda for r in refs]))
+    settings, notes = first.resolved()
+    dtype = first.train.dtype
+    net0 = Network(np.asarray(drawn.net0.a, dtype), np.asarray(drawn.net0.W, dtype))
+    stop = np.array([np.inf * -1 if r.experiment.train.stop_loss is None
+                     else r.experiment.train.stop_loss for r in refs])
+    stop_grad = np.array([-np.inf if r.experiment.train.stop_grad is None
+                          else r.experiment.train.stop_grad for r in refs])
+    k = min(first.train.certify_precision, len(refs)) if dtype != "float64" else 0
+    kept = None if not k else Drawn(X if X.ndim == 2 else X[:k].copy(),
+                                    y if y.ndim == 1 else y[:k].copy(),
+                                    Network(*(np.asarray(v)[:k].copy() for v in drawn.net0)))
+    return BatchInputs(refs, engine_config(first), net0, X.astype(dtype), y.astype(dtype), stop,
+                       stop_grad, _keys(seeds, indices, SGD_STREAM), batch_schedule(refs), dtype,
+                       log_scale, settings["span"], notes, kept)
+
+
+def _draw(refs: list[RunRef], init_keys: jax.Array) -> Drawn:
+    """The data (validated) and initial networks of ``refs``; data shared by all runs as one
+    (n, d) set."""
+    first = refs[0].experiment
     data_keys = _data_keys(refs)
     data_ids = {(r.experiment.data.model_dump_json(context=DIGEST), k.tobytes())
                 for r, k in zip(refs, np.asarray(data_keys), strict=True)}
@@ -233,20 +271,7 @@ def prepare_batch(refs: Sequence[RunRef]) -> BatchInputs:
         validate_dataset(Xs[i], ys[i], source=f"data (run {refs[i].index})")
         first.init.check_labels(ys[i], first.model.width, refs[i].index)
     X, y = (Xs[0], ys[0]) if shared else (Xs, ys)
-    seeds, indices = [r.experiment.seed for r in refs], [r.index for r in refs]
-    init_keys, sgd_keys = _keys(seeds, indices, INIT_STREAM), _keys(seeds, indices, SGD_STREAM)
-    net0 = _initial_networks(first, init_keys, X, y, shared)
-    log_scale = (None if first.log_lambda is None
-                 else np.array([r.experiment.log_lambda for r in refs]))
-    settings, notes = first.resolved()
-    dtype = first.train.dtype
-    net0 = Network(np.asarray(net0.a, dtype), np.asarray(net0.W, dtype))
-    stop = np.array([np.inf * -1 if r.experiment.train.stop_loss is None
-                     else r.experiment.train.stop_loss for r in refs])
-    stop_grad = np.array([-np.inf if r.experiment.train.stop_grad is None
-                          else r.experiment.train.stop_grad for r in refs])
-    return BatchInputs(refs, engine_config(first), net0, X.astype(dtype), y.astype(dtype), stop,
-                       stop_grad, sgd_keys, batch_schedule(refs), dtype, log_scale, settings["span"], notes)
+    return Drawn(X, y, _initial_networks(first, init_keys, X, y, shared))
 
 
 def to_dataset(batch: BatchInputs, result: EngineResult) -> xr.Dataset:
@@ -390,7 +415,7 @@ def certify_precision(ds: xr.Dataset, batch: BatchInputs, result: EngineResult) 
                                            certify_precision_tol=None, certify=0,
                                            certify_tol=None), r.index)
             for r in batch.refs[:k]]  # each run its own experiment: seeds, scales may differ
-    reference = _run_engine(prepare_batch(refs))
+    reference = _run_engine(prepare_batch(refs, batch.drawn))
     sampled = {name: values[:k] for name, values in result.records.items()}
     abs_k, rel_k, by_probe = certificate.distances(sampled, reference.records)
     R, names = len(batch.refs), list(by_probe)

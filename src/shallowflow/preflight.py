@@ -77,7 +77,8 @@ def estimate(jobs: Sequence[tuple[Experiment, int]], max_batch: int = 4096,
         T, s, steps = record_points(exp), record_size(exp), exp.train.n_steps
         R = min(runs, max_batch)
         data_run = n * (d + 1) if exp.data.per_run else 0
-        working = b * R * (data_run + 8 * p * d + 4 * n * p + T * s) + b * n * (d + 1)
+        # per-run data twice: the batch's copy and its shards' (dynamics.compilation.shards)
+        working = b * R * (2 * data_run + 8 * p * d + 4 * n * p + T * s) + b * n * (d + 1)
         per_run = b * (T * s + 4 * p * d + 2 * p + data_run)
         peak = max(peak, working)
         held += runs * per_run

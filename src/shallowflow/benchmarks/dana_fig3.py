@@ -6,9 +6,10 @@ Useful flops: 4 n d p per run and GD step actually needed (a run stops at L < 1/
 t_inf, docs/math.md §1.3), summed over runs; useful GFLOP/s = that / wall time, and its ratio to
 numpy's GFLOP/s on the per-run GEMM pair is the fraction of the (batched-small) roofline; beside
 it, the fraction of the machine's large-GEMM rate, XLA's rate on the step's two products alone
-(:func:`xla_products_rate`, the most a step compiled by this XLA can reach) and, per core, the
-authors' kind of PyTorch loop (one network at the middle n, one thread), measured in the same
-run. Without re-batching a
+(:func:`xla_products_rate`, the most a step in one thread of runs can reach), the engine's step
+alone at the middle n (:func:`step_rate`: with its shards of runs, one per core, and in one
+thread) and, per core, the authors' kind of PyTorch loop (one network at the middle n, one
+thread), measured in the same run. Without re-batching a
 stopped run is still computed (frozen) until every run of its batch has stopped. Each mode runs in
 a fresh process, so both include their compilations (re-batching compiles each smaller batch size
 once). The default grid is the part of the paper preset's grid around the transition this
@@ -73,8 +74,9 @@ def xla_products_rate(R: int, n: int, d: int, p: int, dtype: str = "float64",
                       steps: int = 100, repeats: int = 5) -> float:
     """XLA's GFLOP/s of the two products of a step alone, Z_r = W_r X_r^T and M_r = G_r X_r
     (4 n d p R flops per step), in the fastest layout found (W (p, d), X^T kept beside X, 2-D
-    products, one run after another as the blocked engine runs them; bench/NOTES.md): the
-    ceiling of a step compiled by this XLA, whatever its elementwise work costs."""
+    products, one run after another, each product split between the cores; bench/NOTES.md):
+    the ceiling of a step in one thread of runs. The engine's shards (a run per core, each
+    product on one core) are not bound by it."""
     import jax
 
     from shallowflow import enable_float64
@@ -98,6 +100,29 @@ def xla_products_rate(R: int, n: int, d: int, p: int, dtype: str = "float64",
         raise RuntimeError(f"xla_products_rate: computed in {first.dtype}, not {dtype}")
     t, _ = best_time(lambda: fn(*args).block_until_ready(), repeats)
     return 4.0 * R * n * d * p * steps / t / 1e9
+
+
+def step_rate(R: int, n: int, dtype: str = "float64", threads: int | None = None,
+              steps: tuple[int, int] = (30, 330), repeats: int = 3) -> float:
+    """The engine's GFLOP/s on the protocol's step alone (4 n d p R flops per step): ``train``
+    of R runs at n for ``steps[1]`` and ``steps[0]`` steps (no early stop), best of ``repeats``
+    each after a compiling call, the difference of the two times over the difference of steps
+    (compilation, data generation and the call's fixed costs cancel). ``threads``: the driver's
+    shards (None: its policy, one per core; 1: the whole batch in one thread)."""
+    from shallowflow.dynamics import driver
+    from shallowflow.reproductions.dana.convergence import convergence_experiment
+    from shallowflow.training import train
+
+    def run(count: int) -> float:
+        exp = convergence_experiment(n, D, None, R, SEED).with_train(dtype=dtype)
+        exp = exp.model_copy(update={"train": exp.train.model_copy(
+            update={"duration": float(count), "stop_loss": 0.0})})
+        return best_time(lambda: train(exp, show_progress=False), repeats)[0]
+
+    with _default(driver.simulate, "threads", threads):
+        short, long = run(steps[0]), run(steps[1])
+    p = convergence_experiment(n, D, None, 1, SEED).model.width
+    return 4.0 * n * D * p * R * (steps[1] - steps[0]) / (long - short) / 1e9
 
 
 @contextlib.contextmanager
@@ -180,11 +205,14 @@ def bench(paper: bool = False, runs: int = 25, ns: Sequence[int] | None = None,
         n_mid = ns[len(ns) // 2]
         roof = batched_roofline(runs, n_mid, D, neurons_for(n_mid), dtype=dtype)
         products = xla_products_rate(runs, n_mid, D, neurons_for(n_mid), dtype=dtype)
+        step = {"sharded": step_rate(runs, n_mid, dtype), "one_thread": step_rate(
+            runs, n_mid, dtype, threads=1)}
         gemm = large_gemm_rate(np.dtype(dtype))
         torch_rate = torch_loop_rate(n_mid, D, neurons_for(n_mid), dtype, 50)
     return {"name": "dana_fig3", "dtype": dtype, "ns": ns, "runs": runs, "rebatch": on, "no_rebatch": off,
             "roofline_gflops": roof, "roofline_shape": [runs, n_mid, D, neurons_for(n_mid)],
             "large_gemm_gflops": gemm, "xla_products_gflops": products,
+            "step_gflops": step,
             "torch_loop_gflops_per_core": torch_rate,
             "cores": cpu_count(), "saving": off["wall_s"] / on["wall_s"],
             "foreign_cpu_s": foreign.value, "machine": machine_info()}
@@ -222,11 +250,19 @@ def table(r: dict[str, Any]) -> str:
             f"Against the machine's large-GEMM rate (numpy 2048 x 2048, {r['cores']} cores, "
             f"{r['large_gemm_gflops']:.1f} GFLOP/s): "
             f"{100 * on['gflops'] / r['large_gemm_gflops']:.0f}% (goal 85%). "
-            + (f"XLA's two products alone on the same shapes (the step's ceiling in this "
-               f"compiler): {r['xla_products_gflops']:.1f} GFLOP/s, "
+            + (f"XLA's two products alone on the same shapes, one run after another, each "
+               f"split between the cores (the ceiling of a step in one thread of runs): "
+               f"{r['xla_products_gflops']:.1f} GFLOP/s, "
                f"{100 * r['xla_products_gflops'] / r['large_gemm_gflops']:.0f}% of the large "
                f"GEMM; the engine reaches {100 * on['gflops'] / r['xla_products_gflops']:.0f}% "
                "of it. " if "xla_products_gflops" in r else "")
+            + (f"The step alone (engine, {r['runs']} runs at n = {r['roofline_shape'][1]}, "
+               f"no compilation or data generation): {r['step_gflops']['sharded']:.1f} GFLOP/s "
+               f"with a shard of runs per core ("
+               f"{100 * r['step_gflops']['sharded'] / r['large_gemm_gflops']:.0f}% of the "
+               f"large GEMM, {r['step_gflops']['sharded'] / r['cores'] / torch_rate:.2f}x the "
+               f"PyTorch loop per core), {r['step_gflops']['one_thread']:.1f} with the whole "
+               "batch in one thread. " if "step_gflops" in r and torch_rate else "")
             + "Per core "
             f"{per_core:.1f} GFLOP/s, against "
             + (f"{torch_rate:.1f} for the authors' kind of PyTorch loop (one network at the "

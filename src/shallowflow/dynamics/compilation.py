@@ -19,11 +19,13 @@ from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import Array, lax
 
 from shallowflow.dynamics.config import EngineConfig
 from shallowflow.dynamics.state import EngineState, Reference, Stop, run_axis
 from shallowflow.dynamics.step import segment_body
+from shallowflow.executors import available_cores
 from shallowflow.inputs import SMALL, DiagonalInputs, Inputs, OneDimInputs, PerRunInputs
 
 # XLA:CPU hands elementwise work and reductions to the YNNPACK library by default; for the
@@ -116,6 +118,30 @@ def _block_size(inputs: Inputs, R: int) -> int:
         run_bytes = inputs.X[0].size * inputs.X.dtype.itemsize
         return 1 if run_bytes >= PER_RUN_MIN_BYTES else 0
     return 0
+
+
+def shards(inputs: Inputs, R: int, count: int | None = None) -> list[np.ndarray]:
+    """The runs of a batch of ``R`` as ``count`` shards of equal size, which the driver advances
+    side by side, each in a thread of its own. Shard k holds consecutive runs, the last one
+    padded with copies of its first run (the driver freezes them), so every shard has one shape
+    and one compilation.
+
+    Default ``count``: one shard per core this process may use where every run is contracted
+    alone (large per-run data on CPU, blocks of one run: :func:`_block_size`), so that a run's
+    numbers do not depend on the shards; else 1. XLA:CPU splits a step's products between cores
+    but runs its elementwise passes on one core; a run per core keeps both busy (DPB Fig. 3
+    shape: 1.5x in float64, bench/NOTES.md). An explicit ``count`` shards any layout; runs are
+    independent, so a batched layout then changes only the shapes of its products (results
+    equal to rounding)."""
+    if count is None:
+        alone = isinstance(inputs, PerRunInputs) and _block_size(inputs, R) == 1
+        count = len(available_cores()) if alone else 1
+    count = max(1, min(count, R))
+    size = -(-R // count)
+    count = -(-R // size)  # e.g. R = 4, count = 3: two shards of two
+    return [np.concatenate([np.arange(k * size, min(R, (k + 1) * size)),
+                            np.full(max(0, (k + 1) * size - R), k * size)])
+            for k in range(count)]
 
 
 def _is_elementwise(inputs: Inputs) -> bool:

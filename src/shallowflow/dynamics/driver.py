@@ -14,9 +14,13 @@ of :mod:`shallowflow.onedim` (docs/math.md §10).
 from __future__ import annotations
 
 import functools
+import itertools
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from types import NoneType
 
 import jax
 import jax.numpy as jnp
@@ -25,15 +29,17 @@ from jax import Array
 
 from shallowflow.dynamics import live
 from shallowflow.dynamics import rebatch as rb
-from shallowflow.dynamics.compilation import segment
+from shallowflow.dynamics.compilation import segment, shards
 from shallowflow.dynamics.config import EngineConfig
 from shallowflow.dynamics.parametrisation import Params, log_shift
 from shallowflow.dynamics.span import project, restore, span_of
 from shallowflow.dynamics.state import (
     RUNNING,
+    STOPPED,
     EngineState,
     Reference,
     Stop,
+    run_axis,
     status_arrays,
     time_out,
 )
@@ -217,6 +223,88 @@ def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs:
                         for k in pieces[0]}, widths
 
 
+class _Cancelled(Exception):
+    """Another shard failed, or the caller was interrupted: this shard stops at its next
+    segment."""
+
+
+def _run_sharded(parts: list[np.ndarray], cfg: EngineConfig, state: EngineState, ref: Reference,
+                 inputs: Inputs, y: Array, stop: Stop, keys: Array, schedule: np.ndarray,
+                 per_call: int, progress: Callable[[int, int], None] | None, rebatch: bool,
+                 deadline: float | None, skip_dead: live.SkipDead,
+                 ) -> tuple[EngineState, dict[str, np.ndarray], list[int]]:
+    """:func:`_run_segments` for each shard of runs (:func:`~shallowflow.dynamics.compilation.
+    shards`) in a thread of its own, side by side; runs are independent, so each run's result is
+    the one it gets in the whole batch. A shard's padding runs (repeated indices) start frozen
+    and are dropped. Progress reports the slowest shard; once a shard fails, or the caller is
+    interrupted, the others stop at their next segment."""
+    if len(parts) == 1:
+        state, _, records, widths = _run_segments(cfg, state, ref, inputs, y, stop, keys,
+                                                  schedule, per_call, progress, rebatch,
+                                                  deadline, skip_dead)
+        return state, records, widths
+    lock, failed = threading.Lock(), threading.Event()
+    done = [0] * len(parts)
+
+    def report(k: int) -> Callable[[int, int], None]:
+        def step_done(steps: int, total: int) -> None:
+            if failed.is_set():
+                raise _Cancelled
+            with lock:
+                done[k] = steps
+                if progress is not None:
+                    progress(min(done), total)
+        return step_done
+
+    # shards are cut and joined on the host: device gathers would compile a program per leaf
+    host = jax.tree_util.tree_map(np.asarray, (state, ref, stop, keys, y, inputs))
+
+    def take(tree, idx: np.ndarray):
+        return jax.tree_util.tree_map(lambda x: to_device(np.take(x, idx, axis=run_axis(x))),
+                                      tree)
+
+    def run(k: int, idx: np.ndarray):
+        st, rf, sp, kk, yy, inp = host
+        pad = np.zeros(len(idx), bool)
+        pad[1:] = idx[1:] <= idx[:-1]  # repeated runs: frozen, never stepped
+        st = take(st, idx)
+        st = st._replace(code=to_device(np.where(pad, STOPPED, np.asarray(st.code))))
+        try:
+            return _run_segments(cfg, st, take(rf, idx), jax.tree_util.tree_map(
+                to_device, inp.take_runs(idx)), to_device(yy[idx] if yy.ndim == 2 else yy),
+                take(sp, idx), to_device(kk[idx]), schedule, per_call, report(k), rebatch,
+                deadline, skip_dead)
+        except BaseException:
+            failed.set()
+            raise
+
+    pool = ThreadPoolExecutor(len(parts), thread_name_prefix="shallowflow-shard")
+    futures = [pool.submit(run, k, idx) for k, idx in enumerate(parts)]
+    try:
+        wait(futures)
+    except BaseException:
+        failed.set()  # an interrupt: the shards stop at their next segment
+        raise
+    finally:
+        pool.shutdown(wait=True)
+    errors = [f.exception() for f in futures if not isinstance(f.exception(), (_Cancelled, NoneType))]
+    if errors:
+        raise errors[0]
+    results = [f.result() for f in futures]
+    keep = [len(np.unique(idx)) for idx in parts]
+
+    def merge(*leaves: Array) -> Array:
+        ax = run_axis(leaves[0])
+        return to_device(np.concatenate([np.asarray(x).take(np.arange(m), axis=ax)
+                                         for x, m in zip(leaves, keep, strict=True)], axis=ax))
+
+    state = jax.tree_util.tree_map(merge, *[r[0] for r in results])
+    records = {name: np.concatenate([r[2][name][:m] for r, m in zip(results, keep, strict=True)])
+               for name in results[0][2]}
+    widths = [max(w) for w in itertools.zip_longest(*[r[3] for r in results], fillvalue=0)]
+    return state, records, widths
+
+
 def simulate(
     cfg: EngineConfig,
     net0: Network,
@@ -233,6 +321,7 @@ def simulate(
     stop_grad: Array | np.ndarray | None = None,
     max_seconds: float | None = None,
     skip_dead: live.SkipDead = "auto",
+    threads: int | None = None,
 ) -> EngineResult:
     """Train the batch of networks ``net0`` (a (R, p), W (R, p, d)) and record probes at
     ``schedule``.
@@ -253,8 +342,12 @@ def simulate(
     once). ``skip_dead``: step only the neurons active on some sample, the dead ones keeping
     their parameters exactly (:mod:`~shallowflow.dynamics.live`; results equal to rounding;
     "auto": when it saves enough work, "on": whenever possible, "off": never; only where the
-    parametrisation keeps dead neurons exactly and the activation is ReLU).
-    ``progress(done_steps, total_steps)`` is called after each compiled segment.
+    parametrisation keeps dead neurons exactly and the activation is ReLU). ``threads``: shards
+    of runs advanced side by side, each in a thread of its own (None: one per core where each
+    run is contracted alone, large per-run data on CPU, and the results are bit for bit those of
+    one shard; else one; :func:`~shallowflow.dynamics.compilation.shards`).
+    ``progress(done_steps, total_steps)`` is called after each compiled segment (from the
+    shards' threads: for the slowest shard).
     """
     deadline = None if max_seconds is None else time.perf_counter() + max_seconds
     schedule = np.asarray(schedule, dtype=np.int64)
@@ -306,8 +399,9 @@ def simulate(
     per_call = max(1, min(records_per_call, len(schedule)))
     if not (cfg.coordinates.dead_stay_put and cfg.activation.leak == 0):
         skip_dead = "off"
-    state, ref, records, widths = _run_segments(cfg, state, ref, inputs, y, stop, keys, schedule,
-                                                per_call, progress, rebatch, deadline, skip_dead)
+    state, records, widths = _run_sharded(shards(inputs, R, threads), cfg, state, ref, inputs, y,
+                                          stop, keys, schedule, per_call, progress, rebatch,
+                                          deadline, skip_dead)
     end = _probe_context(cfg, state.params, None, ref)
 
     def full_W(Wt: Array) -> np.ndarray:
