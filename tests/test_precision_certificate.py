@@ -153,3 +153,16 @@ def test_the_rerun_reuses_the_batch_s_own_draws(per_run):
     np.testing.assert_array_equal(batch.X[:2] if per_run else batch.X,
                                   reused.X.astype(np.float32))
     np.testing.assert_array_equal(batch.net0.W[:2], reused.net0.W.astype(np.float32))
+
+
+def test_a_certified_batch_draws_once(monkeypatch):
+    """Training a certified float32 batch draws its data and networks once: the float64 rerun
+    takes the batch's own draws."""
+    from shallowflow import experiment
+
+    calls = []
+    draw = experiment._draw
+    monkeypatch.setattr(experiment, "_draw", lambda *a: calls.append(1) or draw(*a))
+    ds = simulate(experiment_from_mapping(with_train(dtype="float32", certify_precision=2)))
+    assert np.isfinite(ds.precision_rel.values[:2]).all()
+    assert len(calls) == 1

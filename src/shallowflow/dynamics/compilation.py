@@ -129,8 +129,8 @@ def shards(inputs: Inputs, R: int, count: int | None = None) -> list[np.ndarray]
     Default ``count``: one shard per core this process may use where every run is contracted
     alone (large per-run data on CPU, blocks of one run: :func:`_block_size`), so that a run's
     numbers do not depend on the shards; else 1. XLA:CPU splits a step's products between cores
-    but runs its elementwise passes on one core; a run per core keeps both busy (DPB Fig. 3
-    shape: 1.5x in float64, bench/NOTES.md). An explicit ``count`` shards any layout; runs are
+    but runs its elementwise passes on one core; a run per core keeps both busy (the DPB Fig. 3
+    step: 1.35-1.65x in float64 on 2 cores, bench/NOTES.md). An explicit ``count`` shards any layout; runs are
     independent, so a batched layout then changes only the shapes of its products (results
     equal to rounding)."""
     if count is None:
