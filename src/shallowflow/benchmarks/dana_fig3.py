@@ -114,9 +114,8 @@ def step_rate(R: int, n: int, dtype: str = "float64", threads: int | None = None
     from shallowflow.training import train
 
     def run(count: int) -> float:
-        exp = convergence_experiment(n, D, None, R, SEED).with_train(dtype=dtype)
-        exp = exp.model_copy(update={"train": exp.train.model_copy(
-            update={"duration": float(count), "stop_loss": 0.0})})
+        exp = convergence_experiment(n, D, None, R, SEED).with_train(
+            dtype=dtype, duration=float(count), stop_loss=0.0)
         return best_time(lambda: train(exp, show_progress=False), repeats)[0]
 
     with _default(driver.simulate, "threads", threads):

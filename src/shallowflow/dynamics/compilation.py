@@ -130,9 +130,9 @@ def shards(inputs: Inputs, R: int, count: int | None = None) -> list[np.ndarray]
     alone (large per-run data on CPU, blocks of one run: :func:`_block_size`), so that a run's
     numbers do not depend on the shards; else 1. XLA:CPU splits a step's products between cores
     but runs its elementwise passes on one core; a run per core keeps both busy (the DPB Fig. 3
-    step: 1.35-1.65x in float64 on 2 cores, bench/NOTES.md). An explicit ``count`` shards any layout; runs are
-    independent, so a batched layout then changes only the shapes of its products (results
-    equal to rounding)."""
+    step: 1.35-1.65x in float64 on 2 cores, bench/NOTES.md). An explicit ``count`` shards any
+    layout; runs are independent, so a batched layout then changes only the shapes of its
+    products (results equal to rounding)."""
     if count is None:
         alone = isinstance(inputs, PerRunInputs) and _block_size(inputs, R) == 1
         count = len(available_cores()) if alone else 1

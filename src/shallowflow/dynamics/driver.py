@@ -20,7 +20,6 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from types import NoneType
 
 import jax
 import jax.numpy as jnp
@@ -258,6 +257,7 @@ def _run_sharded(parts: list[np.ndarray], cfg: EngineConfig, state: EngineState,
 
     # shards are cut and joined on the host: device gathers would compile a program per leaf
     host = jax.tree_util.tree_map(np.asarray, (state, ref, stop, keys, y, inputs))
+    keep = [len(np.unique(idx)) for idx in parts]  # a shard's own runs; the rest is padding
 
     def take(tree, idx: np.ndarray):
         return jax.tree_util.tree_map(lambda x: to_device(np.take(x, idx, axis=run_axis(x))),
@@ -265,10 +265,8 @@ def _run_sharded(parts: list[np.ndarray], cfg: EngineConfig, state: EngineState,
 
     def run(k: int, idx: np.ndarray):
         st, rf, sp, kk, yy, inp = host
-        pad = np.zeros(len(idx), bool)
-        pad[1:] = idx[1:] <= idx[:-1]  # repeated runs: frozen, never stepped
-        st = take(st, idx)
-        st = st._replace(code=to_device(np.where(pad, STOPPED, np.asarray(st.code))))
+        code = np.where(np.arange(len(idx)) < keep[k], st.code[idx], STOPPED)  # padding: frozen
+        st = take(st._replace(code=None), idx)._replace(code=to_device(code))
         try:
             return _run_segments(cfg, st, take(rf, idx), jax.tree_util.tree_map(
                 to_device, inp.take_runs(idx)), to_device(yy[idx] if yy.ndim == 2 else yy),
@@ -287,11 +285,10 @@ def _run_sharded(parts: list[np.ndarray], cfg: EngineConfig, state: EngineState,
         raise
     finally:
         pool.shutdown(wait=True)
-    errors = [f.exception() for f in futures if not isinstance(f.exception(), (_Cancelled, NoneType))]
+    errors = [e for f in futures if (e := f.exception()) and not isinstance(e, _Cancelled)]
     if errors:
         raise errors[0]
     results = [f.result() for f in futures]
-    keep = [len(np.unique(idx)) for idx in parts]
 
     def merge(*leaves: Array) -> Array:
         ax = run_axis(leaves[0])
