@@ -307,9 +307,9 @@ def test_per_run_blocks_equal_the_whole_batch(monkeypatch):
     monkeypatch.setattr(compilation, "_segment_blocked_default",
                         lambda *a, **k: calls.append(a[1]) or blocked(*a, **k))
     monkeypatch.setattr(compilation, "PER_RUN_MIN_BYTES", 0)
-    assert compilation._block_size(PerRunInputs(X), nR) == (jax.default_backend() == "cpu")
+    assert compilation._block_size(PerRunInputs(X), nR, p) == (jax.default_backend() == "cpu")
     for block in (1, 2, 3):  # the policy's blocks of one (RunInputs), and the generic blocks
-        monkeypatch.setattr(compilation, "_block_size", lambda inputs, R, b=block: b)
+        monkeypatch.setattr(compilation, "_block_size", lambda inputs, R, p, b=block: b)
         res = simulate(CFG6, nets, X, y, sched, stop_loss=stop, threads=1)  # blocks of 6 runs
         assert calls and calls[-1] == block
         for r in range(nR):
@@ -320,34 +320,48 @@ def test_per_run_blocks_equal_the_whole_batch(monkeypatch):
     np.testing.assert_allclose(res.records["loss"][4, 4:], refs[4][70], rtol=1e-10)
 
 
-@pytest.mark.parametrize("layout", ["per_run_blocked", "per_run_batched", "shared"])
+@pytest.mark.parametrize("layout", ["per_run_blocked", "per_run_batched", "shared",
+                                    "shared_blocked"])
 def test_shards_change_nothing(monkeypatch, layout):
     """Shards of runs advanced side by side in threads (the default on a CPU with several
-    cores) give each run the result it gets in the whole batch: exactly where every run is
-    contracted alone (blocks of one run), to rounding where the batched products change shape.
-    Runs that stop mid-segment, and a padded last shard (7 runs in shards of 3), included."""
+    cores) give each run the result it gets in the whole batch: exactly where runs are
+    contracted in blocks of a size fixed by the shapes (per-run data, blocks of one run; shared
+    data, blocks of ``_shared_block`` runs, here forced to 2 on small data), to rounding where
+    the batched products change shape. Runs that stop mid-segment, and a padded last shard (7
+    runs in shards of 3, or of two blocks of 2), included."""
     from shallowflow.dynamics import compilation
 
     nR, n, d, p = 7, 12, 6, 5
     rng = np.random.default_rng(11)
-    X = rng.normal(size=(nR, n, d)) if layout != "shared" else rng.normal(size=(n, d))
-    y = rng.normal(size=(nR, n)) if layout != "shared" else rng.normal(size=n)
+    shared = layout.startswith("shared")
+    X = rng.normal(size=(n, d)) if shared else rng.normal(size=(nR, n, d))
+    y = rng.normal(size=n) if shared else rng.normal(size=(nR, n))
     nets = Network(rng.normal(size=(nR, p)), rng.normal(size=(nR, p, d)) / np.sqrt(d))
-    Xr = X if layout != "shared" else np.broadcast_to(X, (nR, n, d))
-    yr = y if layout != "shared" else np.broadcast_to(y, (nR, n))
+    Xr = np.broadcast_to(X, (nR, n, d)) if shared else X
+    yr = np.broadcast_to(y, (nR, n)) if shared else y
     refs = [np_gd(nets.a[r], nets.W[r], Xr[r], yr[r], STEPS6, lr=LR6)[0] for r in range(nR)]
     stop = np.full(nR, -np.inf)
     stop[[1, 4, 6]] = [0.5 * (refs[r][k] + refs[r][k + 1]) for r, k in ((1, 29), (4, 69), (6, 8))]
     monkeypatch.setattr(compilation, "PER_RUN_MIN_BYTES",
                         0 if layout == "per_run_blocked" else 1 << 40)
+    monkeypatch.setattr(compilation, "SHARED_MIN_BYTES",
+                        0 if layout == "shared_blocked" else 1 << 40)
+    monkeypatch.setattr(compilation, "SHARED_BLOCK_NEURONS", 2 * p)  # blocks of 2 runs
+    blocks: list[int] = []
+    blocked = compilation._segment_blocked_default
+    monkeypatch.setattr(compilation, "_segment_blocked_default",
+                        lambda *a, **k: blocks.append(a[1]) or blocked(*a, **k))
+    exact = layout in ("per_run_blocked", "shared_blocked") and jax.default_backend() == "cpu"
     sched = record_schedule(STEPS6, every=20)
     whole = simulate(CFG6, nets, X, y, sched, stop_loss=stop, threads=1)
+    if exact:
+        assert set(blocks) == {1 if layout == "per_run_blocked" else 2}
     np.testing.assert_array_equal(whole.status["stop_step"], [-1, 30, -1, -1, 70, -1, 9])
     for threads in (2, 3):
         seen: list[tuple[int, int]] = []
         res = simulate(CFG6, nets, X, y, sched, stop_loss=stop, threads=threads,
                        progress=lambda done, total, seen=seen: seen.append((done, total)))
-        if layout == "per_run_blocked":
+        if exact:
             for k in whole.records:
                 np.testing.assert_array_equal(res.records[k], whole.records[k], err_msg=k)
             np.testing.assert_array_equal(res.final.W, whole.final.W)
@@ -383,8 +397,9 @@ def test_shard_split():
 
 def test_shard_policy(monkeypatch):
     """By default only runs contracted alone (large per-run data, blocks of one run, on CPU)
-    are sharded, one shard per core this process may use; shared and small per-run data stay
-    one batch (their products would change shape)."""
+    are sharded, one shard per core this process may use; small per-run data stay one batch
+    (their products would change shape); large shared data are sharded in whole blocks of a
+    fixed size, and a batch of fewer than two blocks stays one shard."""
     from shallowflow.dynamics import compilation
     from shallowflow.inputs import PerRunInputs, SharedInputs
 
@@ -395,7 +410,12 @@ def test_shard_policy(monkeypatch):
     assert len(compilation.shards(PerRunInputs(np.zeros((2, 2000, 100))), 2)) == (2 if cpu else 1)
     assert len(compilation.shards(PerRunInputs(np.zeros((25, 64, 16))), 25)) == 1
     shared = SharedInputs(np.zeros((2000, 100)), np.zeros((100, 2000)))
-    assert len(compilation.shards(shared, 25)) == 1
+    parts = compilation.shards(shared, 25, p=40)  # blocks of 4 runs
+    assert [len(np.unique(s)) for s in parts] == ([12, 12, 1] if cpu else [25])
+    assert {len(s) for s in parts} == ({12} if cpu else {25})
+    np.testing.assert_array_equal(compilation.shards(shared, 7, p=40)[0], np.arange(7))
+    small = SharedInputs(np.zeros((64, 16)), np.zeros((16, 64)))
+    assert len(compilation.shards(small, 25, p=10)) == 1
 
 
 def test_failing_shard_stops_the_others(monkeypatch):
@@ -423,24 +443,44 @@ def test_failing_shard_stops_the_others(monkeypatch):
     assert len(calls) <= 6  # 2 x 26 segments without the stop
 
 
-def test_per_run_block_sizes():
+def test_block_sizes():
     """The blocking policy: per-run data of at least PER_RUN_MIN_BYTES per run in blocks of one
-    run (a single run too); small data and shared data never."""
-    from shallowflow.dynamics.compilation import PER_RUN_MIN_BYTES, _block_size
+    run (a single run too); shared data in blocks of 4, 2 or 1 runs of at most
+    SHARED_BLOCK_NEURONS neurons, whatever the batch size, where the block's sample-space array
+    holds SHARED_MIN_BYTES and the block divides the batch; small data never."""
+    from shallowflow.dynamics.compilation import (
+        PER_RUN_MIN_BYTES,
+        SHARED_BLOCK_NEURONS,
+        SHARED_MIN_BYTES,
+        _block_size,
+    )
     from shallowflow.inputs import PerRunInputs, SharedInputs
 
     def per_run(R, n, d, dtype):
         return PerRunInputs(np.zeros((R, n, d), dtype))
 
+    def shared(n, d, dtype=np.float64):
+        return SharedInputs(np.zeros((n, d), dtype), np.zeros((d, n), dtype))
+
     if jax.default_backend() != "cpu":
-        assert _block_size(per_run(25, 2000, 100, np.float64), 25) == 0
+        assert _block_size(per_run(25, 2000, 100, np.float64), 25, 39) == 0
+        assert _block_size(shared(1000, 100), 64, 40) == 0
         return
     assert 2000 * 100 * 4 >= PER_RUN_MIN_BYTES  # the DPB Fig. 3 shape, in float32 too
-    assert _block_size(per_run(25, 2000, 100, np.float64), 25) == 1
-    assert _block_size(per_run(24, 2000, 100, np.float32), 24) == 1
-    assert _block_size(per_run(1, 2000, 100, np.float64), 1) == 1  # one run: one block of one
-    assert _block_size(per_run(25, 64, 16, np.float64), 25) == 0  # small: one batch
-    assert _block_size(SharedInputs(np.zeros((2000, 100)), np.zeros((100, 2000))), 25) == 0
+    assert _block_size(per_run(25, 2000, 100, np.float64), 25, 39) == 1
+    assert _block_size(per_run(24, 2000, 100, np.float32), 24, 39) == 1
+    assert _block_size(per_run(1, 2000, 100, np.float64), 1, 39) == 1  # one run: one block of one
+    assert _block_size(per_run(25, 64, 16, np.float64), 25, 10) == 0  # small: one batch
+    # shared data: the throughput benchmark's shape, 64 networks of p = 40 on n = 1000, d = 100
+    assert 4 * 40 <= SHARED_BLOCK_NEURONS < 8 * 40
+    assert 1000 * 4 * 40 * 4 >= SHARED_MIN_BYTES  # in float32 too
+    assert _block_size(shared(1000, 100), 64, 40) == 4
+    assert _block_size(shared(1000, 100, np.float32), 64, 40) == 4
+    assert _block_size(shared(1000, 100), 4, 40) == 4  # one block
+    assert _block_size(shared(1000, 100), 25, 40) == 0  # 4 does not divide 25
+    assert _block_size(shared(1000, 100), 64, SHARED_BLOCK_NEURONS // 2) == 2
+    assert _block_size(shared(1000, 100), 64, SHARED_BLOCK_NEURONS + 1) == 1
+    assert _block_size(shared(50, 10), 64, 10) == 0  # small
 
 
 def test_divergence_is_per_run():

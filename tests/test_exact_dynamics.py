@@ -192,7 +192,7 @@ def test_blocked_diagonal_path_equals_unblocked(monkeypatch, runs, per_run):
     sched = record_schedule(300, every=25)
     stop = np.where(np.arange(runs) % 2 == 0, 10.0, -np.inf)  # even runs are frozen at once
     blocked = simulate(cfg, nets, X, y, sched, stop_loss=stop, span=True)
-    assert compilation._block_size(compilation.DiagonalInputs(np.ones((n, runs))), runs) > 1
+    assert compilation._block_size(compilation.DiagonalInputs(np.ones((n, runs))), runs, 1) > 1
     monkeypatch.setattr(compilation, "DIAGONAL_BLOCK", 10**6)
     whole = simulate(cfg, nets, X, y, sched, stop_loss=stop, span=True)
     for name in whole.records:

@@ -6,10 +6,12 @@ per (EngineConfig, shapes): the GEMM path (XLA defaults), the elementwise path (
 ``SMALL_UNROLL`` steps per loop iteration, no YNNPACK) and, on CPU, the blocked path: blocks of
 runs each run the whole time loop while their data and state stay in cache, and a block whose
 runs have all stopped skips the rest of its steps. Blocked are diagonal inputs (``DIAGONAL_BLOCK``
-runs per block) and large per-run data (one run per block, in the neuron-major layout of
-:class:`~shallowflow.inputs.RunInputs`; :func:`_block_size`). Runs are independent, so the
-variants give the same results; per-run data in blocks of one run is contracted by 2-D products
-instead of batched ones, which sum in another order (equal to rounding).
+runs per block), large per-run data (one run per block, in the neuron-major layout of
+:class:`~shallowflow.inputs.RunInputs`) and large shared data (blocks of about
+``SHARED_BLOCK_NEURONS`` neurons; :func:`_block_size`). Runs are independent, so the variants
+give the same results; blocked runs are contracted by smaller products, which may sum in another
+order (equal to rounding). Where the block size is fixed by the shapes alone, the driver
+advances whole blocks in one shard per core (:func:`shards`), bit for bit as in one shard.
 """
 
 from __future__ import annotations
@@ -26,7 +28,14 @@ from shallowflow.dynamics.config import EngineConfig
 from shallowflow.dynamics.state import EngineState, Reference, Stop, run_axis
 from shallowflow.dynamics.step import segment_body
 from shallowflow.executors import available_cores
-from shallowflow.inputs import SMALL, DiagonalInputs, Inputs, OneDimInputs, PerRunInputs
+from shallowflow.inputs import (
+    SMALL,
+    DiagonalInputs,
+    Inputs,
+    OneDimInputs,
+    PerRunInputs,
+    SharedInputs,
+)
 
 # XLA:CPU hands elementwise work and reductions to the YNNPACK library by default; for the
 # unrolled small contractions (d or n <= 4) and diagonal inputs that is 3-7x slower than XLA's own
@@ -35,6 +44,8 @@ _NO_YNN = {"xla_cpu_experimental_ynn_fusion_type": ""}
 SMALL_UNROLL = 4  # steps per loop iteration on the elementwise paths (bench/NOTES.md)
 DIAGONAL_BLOCK = 4  # runs per block on the diagonal path (measured best, bench/NOTES.md)
 PER_RUN_MIN_BYTES = 256 << 10  # a run's data, at least, for its own block to pay (bench/NOTES.md)
+SHARED_BLOCK_NEURONS = 160  # neurons of a block of runs on shared data, at most (bench/NOTES.md)
+SHARED_MIN_BYTES = 128 << 10  # a shared-data block's sample-space array, at least, to block
 
 
 def _blocks(tree, nb: int, block: int):
@@ -104,40 +115,79 @@ _segment_blocked_jit = jax.jit(_segment_blocked, static_argnums=(0, 1), compiler
 _segment_blocked_default = jax.jit(_segment_blocked, static_argnums=(0, 1))
 
 
-def _block_size(inputs: Inputs, R: int) -> int:
-    """Runs per block for blocked execution (0: not blocked), on CPU only (a GPU wants every run
-    at once): diagonal inputs in blocks of at most ``DIAGONAL_BLOCK`` runs (dividing R); per-run
-    data of at least ``PER_RUN_MIN_BYTES`` per run in blocks of one run, in the layout of
-    :class:`~shallowflow.inputs.RunInputs` (a single run too)."""
+def _block_size(inputs: Inputs, R: int, p: int) -> int:
+    """Runs per block for blocked execution of ``R`` runs of ``p`` neurons (0: not blocked), on
+    CPU only (a GPU wants every run at once): diagonal inputs in blocks of at most
+    ``DIAGONAL_BLOCK`` runs (dividing R); per-run data of at least ``PER_RUN_MIN_BYTES`` per run
+    in blocks of one run, in the layout of :class:`~shallowflow.inputs.RunInputs` (a single run
+    too); shared data in blocks of :func:`_shared_block` runs, where that divides R."""
     if jax.default_backend() != "cpu":
         return 0
     if isinstance(inputs, DiagonalInputs):
         block = max(b for b in range(1, DIAGONAL_BLOCK + 1) if R % b == 0)
         return block if 2 <= block < R else 0  # blocks of one diagonal run do not pay
-    if isinstance(inputs, PerRunInputs) and not _is_elementwise(inputs):
+    if _is_elementwise(inputs):
+        return 0
+    if isinstance(inputs, PerRunInputs):
         run_bytes = inputs.X[0].size * inputs.X.dtype.itemsize
         return 1 if run_bytes >= PER_RUN_MIN_BYTES else 0
+    if isinstance(inputs, SharedInputs):
+        block = _shared_block(inputs, p)
+        return block if block and R % block == 0 else 0
     return 0
 
 
-def shards(inputs: Inputs, R: int, count: int | None = None) -> list[np.ndarray]:
-    """The runs of a batch of ``R`` as ``count`` shards of equal size, which the driver advances
-    side by side, each in a thread of its own. Shard k holds consecutive runs, the last one
-    padded with copies of its first run (the driver freezes them), so every shard has one shape
-    and one compilation.
+def _shared_block(inputs: SharedInputs, p: int) -> int:
+    """Runs per block on shared data X (n, d), whatever the batch size (0: not blocked): 4, 2 or
+    1 runs, the most whose block has at most ``SHARED_BLOCK_NEURONS`` neurons, provided the
+    block's sample-space arrays (n, block p) hold at least ``SHARED_MIN_BYTES``. Each block's
+    arrays then stay in cache through the step's passes (64 networks of p = 40 on n = 1000:
+    1.1-1.4x in one thread, bench/NOTES.md). A block size that divides the rebatching multiple
+    keeps compacted batches blocked."""
+    block = next(b for b in (4, 2, 1) if b * p <= SHARED_BLOCK_NEURONS or b == 1)
+    size = inputs.n * block * p * inputs.X.dtype.itemsize
+    return block if size >= SHARED_MIN_BYTES else 0
 
-    Default ``count``: one shard per core this process may use where every run is contracted
-    alone (large per-run data on CPU, blocks of one run: :func:`_block_size`), so that a run's
-    numbers do not depend on the shards; else 1. XLA:CPU splits a step's products between cores
-    but runs its elementwise passes on one core; a run per core keeps both busy (the DPB Fig. 3
-    step: 1.35-1.65x in float64 on 2 cores, bench/NOTES.md). An explicit ``count`` shards any
-    layout; runs are independent, so a batched layout then changes only the shapes of its
-    products (results equal to rounding)."""
+
+def _unit(inputs: Inputs | None, p: int) -> int:
+    """The block of runs a batch of this layout is contracted in, whatever its size (0: none, or
+    one that depends on the batch size): 1 for large per-run data, :func:`_shared_block` for
+    shared data."""
+    if inputs is None or jax.default_backend() != "cpu" or _is_elementwise(inputs):
+        return 0
+    if isinstance(inputs, PerRunInputs):
+        return _block_size(inputs, 1, p)
+    if isinstance(inputs, SharedInputs):
+        return _shared_block(inputs, p)
+    return 0
+
+
+def shards(inputs: Inputs | None, R: int, count: int | None = None,
+           p: int = 0) -> list[np.ndarray]:
+    """The runs of a batch of ``R`` runs of ``p`` neurons as ``count`` shards of equal size,
+    which the driver advances side by side, each in a thread of its own. Shard k holds
+    consecutive runs, the last one padded with copies of its first run (the driver freezes
+    them), so every shard has one shape and one compilation.
+
+    Where the layout contracts runs in blocks of a size fixed by its shapes (:func:`_unit`:
+    large per-run data, one run a block; shared data, :func:`_shared_block`), shards are whole
+    blocks, one per core this process may use by default: each run is then computed in a block
+    of the same shape whatever the number of shards, and its numbers do not depend on the
+    machine's cores (a batch of fewer than two blocks is one shard, as it is).
+    XLA:CPU splits a step's products between cores but runs its elementwise passes on one core;
+    a shard per core keeps both busy (the DPB Fig. 3 step: 1.35-1.65x in float64 on 2 cores;
+    64 networks on shared data: about 1.2-1.4x more, bench/NOTES.md). Other layouts are one shard
+    by default; an explicit ``count`` shards them too (their batched products then change shape:
+    results equal to rounding)."""
+    unit = _unit(inputs, p)
+    if unit > 1 and R < 2 * unit:  # fewer runs than two blocks: one shard, as it is
+        unit, count = 0, 1
     if count is None:
-        alone = isinstance(inputs, PerRunInputs) and _block_size(inputs, R) == 1
-        count = len(available_cores()) if alone else 1
-    count = max(1, min(count, R))
-    size = -(-R // count)
+        count = len(available_cores()) if unit else 1
+    unit = max(unit, 1)
+    count = max(1, min(count, -(-R // unit)))
+    per_shard = -(-R // count)
+    size = -(-per_shard // unit) * unit  # a whole number of blocks
     count = -(-R // size)  # e.g. R = 4, count = 3: two shards of two
     return [np.concatenate([np.arange(k * size, min(R, (k + 1) * size)),
                             np.full(max(0, (k + 1) * size - R), k * size)])
@@ -157,7 +207,7 @@ def segment(cfg: EngineConfig, step0: Array, state: EngineState, targets: Array,
     """Run a compiled segment, choosing XLA's CPU options (and run blocking) for the layout;
     ``neurons`` (R, w): step only these (:mod:`~shallowflow.dynamics.live`)."""
     args = (step0, state, targets, count, inputs, y, stop, keys, ref, neurons)
-    block = _block_size(inputs, stop.loss.shape[0])
+    block = _block_size(inputs, stop.loss.shape[0], np.shape(ref.perp_sq)[1])
     if block > 0:
         no_ynn = _no_ynn_supported[0] and _is_elementwise(inputs)
         fn = _segment_blocked_jit if no_ynn else _segment_blocked_default

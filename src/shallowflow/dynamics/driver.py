@@ -237,7 +237,7 @@ def _run_sharded(parts: list[np.ndarray], cfg: EngineConfig, state: EngineState,
     the one it gets in the whole batch. A shard's padding runs (repeated indices) start frozen
     and are dropped. Progress reports the slowest shard; once a shard fails, or the caller is
     interrupted, the others stop at their next segment."""
-    if len(parts) == 1:
+    if len(parts) == 1 and len(parts[0]) == stop.loss.shape[0]:  # the batch as it is
         state, _, records, widths = _run_segments(cfg, state, ref, inputs, y, stop, keys,
                                                   schedule, per_call, progress, rebatch,
                                                   deadline, skip_dead)
@@ -340,9 +340,10 @@ def simulate(
     their parameters exactly (:mod:`~shallowflow.dynamics.live`; results equal to rounding;
     "auto": when it saves enough work, "on": whenever possible, "off": never; only where the
     parametrisation keeps dead neurons exactly and the activation is ReLU). ``threads``: shards
-    of runs advanced side by side, each in a thread of its own (None: one per core where each
-    run is contracted alone, large per-run data on CPU, and the results are bit for bit those of
-    one shard; else one; :func:`~shallowflow.dynamics.compilation.shards`).
+    of runs advanced side by side, each in a thread of its own (None: one per core where runs
+    are contracted in blocks of a size fixed by the shapes, large per-run or shared data on CPU,
+    and the results are bit for bit those of one shard; else one;
+    :func:`~shallowflow.dynamics.compilation.shards`).
     ``progress(done_steps, total_steps)`` is called after each compiled segment (from the
     shards' threads: for the slowest shard).
     """
@@ -396,9 +397,9 @@ def simulate(
     per_call = max(1, min(records_per_call, len(schedule)))
     if not (cfg.coordinates.dead_stay_put and cfg.activation.leak == 0):
         skip_dead = "off"
-    state, records, widths = _run_sharded(shards(inputs, R, threads), cfg, state, ref, inputs, y,
-                                          stop, keys, schedule, per_call, progress, rebatch,
-                                          deadline, skip_dead)
+    parts = shards(inputs, R, threads, net0.a.shape[1])
+    state, records, widths = _run_sharded(parts, cfg, state, ref, inputs, y, stop, keys, schedule,
+                                          per_call, progress, rebatch, deadline, skip_dead)
     end = _probe_context(cfg, state.params, None, ref)
 
     def full_W(Wt: Array) -> np.ndarray:
