@@ -166,3 +166,35 @@ def test_a_certified_batch_draws_once(monkeypatch):
     ds = simulate(experiment_from_mapping(with_train(dtype="float32", certify_precision=2)))
     assert np.isfinite(ds.precision_rel.values[:2]).all()
     assert len(calls) == 1
+
+
+def test_the_float64_rerun_trains_beside_the_batch(monkeypatch):
+    """The precision certificate's reference (the first k runs in float64) depends on the batch
+    alone, so it trains in a thread of its own while the float32 batch trains: it starts before
+    the batch's own training has ended, and its distances are those of a rerun after it."""
+    import threading
+    import time
+
+    from shallowflow import experiment
+
+    spans: list[tuple[str, str, float, float]] = []
+    real = experiment._run_engine
+
+    def timed(batch, *args, **kw):
+        t0 = time.perf_counter()
+        out = real(batch, *args, **kw)
+        spans.append((batch.dtype, threading.current_thread().name, t0, time.perf_counter()))
+        return out
+
+    monkeypatch.setattr(experiment, "_run_engine", timed)
+    ds = simulate(experiment_from_mapping(with_train(dtype="float32", certify_precision=2)))
+    (main,) = [s for s in spans if s[0] == "float32"]
+    (rerun,) = [s for s in spans if s[0] == "float64"]
+    assert rerun[1] != main[1] and rerun[1].startswith("shallowflow-certificate")
+    assert rerun[2] < main[3]  # started before the batch finished
+    f64 = simulate(experiment_from_mapping(SPEC))  # the same runs, trained after, in float64
+    for r in range(2):
+        a = ds["loss"].values[r].astype(np.float64)
+        b = f64["loss"].values[r]
+        rel = np.max(np.abs(a - b)) / np.max(np.abs(b))
+        assert rel <= ds.precision_rel.values[r] * (1 + 1e-12)

@@ -19,6 +19,7 @@ import collections
 import itertools
 import json
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -349,11 +350,16 @@ def _run_engine(batch: BatchInputs, level: int = 0,
 def run_batch(batch: BatchInputs,
               progress: Callable[[int, int], None] | None = None) -> xr.Dataset:
     """Train a prepared batch and return its Dataset, with the certificates its ``train``
-    options ask for (:data:`CERTIFICATES`) and its end states."""
-    result = _run_engine(batch, 0, progress)
-    ds = to_dataset(batch, result)
-    for attach in CERTIFICATES:
-        ds = attach(ds, batch, result)
+    options ask for (:data:`CERTIFICATES`) and its end states. A certificate's reference runs
+    depend on the batch alone; those marked ``beside`` run in a thread while the batch trains."""
+    with ThreadPoolExecutor(1, thread_name_prefix="shallowflow-certificate") as pool:
+        early = {k: pool.submit(c.reference, batch) for k, c in enumerate(CERTIFICATES)
+                 if c.beside}
+        result = _run_engine(batch, 0, progress)
+        ds = to_dataset(batch, result)
+        for k, c in enumerate(CERTIFICATES):
+            reference = early[k].result() if k in early else c.reference(batch)
+            ds = c.attach(ds, batch, result, reference)
     return end_states(ds, batch)
 
 
@@ -373,13 +379,20 @@ def end_states(ds: xr.Dataset, batch: BatchInputs) -> xr.Dataset:
     return ds.merge(end, combine_attrs="drop_conflicts")
 
 
-def certify_step(ds: xr.Dataset, batch: BatchInputs, result: EngineResult) -> xr.Dataset:
-    """With ``train.certify`` = 1 or 2: rerun at lr/2 (and lr/4) and attach the step-size
-    certificate (:mod:`shallowflow.certificate`, docs/math.md §8.10)."""
+def step_reruns(batch: BatchInputs) -> list[EngineResult] | None:
+    """With ``train.certify`` = 1 or 2: the batch rerun at lr/2 (and lr/4), else None."""
     levels = batch.refs[0].experiment.train.certify
-    if not levels:
+    return [_run_engine(batch, k) for k in range(1, levels + 1)] if levels else None
+
+
+def certify_step(ds: xr.Dataset, batch: BatchInputs, result: EngineResult,
+                 reruns: list[EngineResult] | None) -> xr.Dataset:
+    """Attach the step-size certificate (:mod:`shallowflow.certificate`, docs/math.md §8.10)
+    from the batch's ``result`` and its :func:`step_reruns` (None: not asked for)."""
+    if reruns is None:
         return ds
-    runs = [result] + [_run_engine(batch, k) for k in range(1, levels + 1)]
+    levels = len(reruns)
+    runs = [result, *reruns]
     abs_d, rel_d, by_probe = [], [], []
     for coarse, fine in itertools.pairwise(runs):
         a, r, per = certificate.distances(coarse.records, fine.records)
@@ -402,20 +415,28 @@ def certify_step(ds: xr.Dataset, batch: BatchInputs, result: EngineResult) -> xr
     return ds
 
 
-def certify_precision(ds: xr.Dataset, batch: BatchInputs, result: EngineResult) -> xr.Dataset:
-    """With ``train.certify_precision`` = k (a float32 batch): rerun the batch's first k runs in
-    float64 and attach, per run, ``precision_abs``, ``precision_rel`` and
-    ``precision_rel_by_probe`` (NaN for the runs not rerun; the verdict over all batches of an
-    experiment: :func:`shallowflow.certificate.precision_verdict`; docs/math.md §8.13)."""
-    train = batch.refs[0].experiment.train
-    k = min(train.certify_precision, len(batch.refs))
+def precision_reruns(batch: BatchInputs) -> EngineResult | None:
+    """With ``train.certify_precision`` = k (a float32 batch): its first k runs trained in
+    float64, from the float64 data and networks the batch was rounded from; else None."""
+    k = min(batch.refs[0].experiment.train.certify_precision, len(batch.refs))
     if not k:
-        return ds
+        return None
     refs = [RunRef(r.experiment.with_train(dtype="float64", certify_precision=0,
                                            certify_precision_tol=None, certify=0,
                                            certify_tol=None), r.index)
             for r in batch.refs[:k]]  # each run its own experiment: seeds, scales may differ
-    reference = _run_engine(prepare_batch(refs, batch.drawn))
+    return _run_engine(prepare_batch(refs, batch.drawn))
+
+
+def certify_precision(ds: xr.Dataset, batch: BatchInputs, result: EngineResult,
+                      reference: EngineResult | None) -> xr.Dataset:
+    """Attach, per run, ``precision_abs``, ``precision_rel`` and ``precision_rel_by_probe``: the
+    distances of the float32 records to the float64 ``reference`` (:func:`precision_reruns`;
+    None: not asked for) of the first k runs, NaN for the others (the verdict over all batches
+    of an experiment: :func:`shallowflow.certificate.precision_verdict`; docs/math.md §8.13)."""
+    if reference is None:
+        return ds
+    k = reference.initial.a.shape[0]  # the runs rerun
     sampled = {name: values[:k] for name, values in result.records.items()}
     abs_k, rel_k, by_probe = certificate.distances(sampled, reference.records)
     R, names = len(batch.refs), list(by_probe)
@@ -431,8 +452,20 @@ def certify_precision(ds: xr.Dataset, batch: BatchInputs, result: EngineResult) 
     return ds
 
 
-CERTIFICATES: tuple[Callable[[xr.Dataset, BatchInputs, EngineResult], xr.Dataset], ...] = (
-    certify_step, certify_precision)
+class Certificate(NamedTuple):
+    """A certificate of a trained batch: ``reference(batch)``, the reruns it compares the batch
+    with (a function of the batch alone; None where its ``train`` option is off), and
+    ``attach(ds, batch, result, reference)``. ``beside``: the reference runs in a thread while
+    the batch trains (a few runs beside a batch's many), else after it (a whole batch again)."""
+
+    reference: Callable[[BatchInputs], Any]
+    attach: Callable[[xr.Dataset, BatchInputs, EngineResult, Any], xr.Dataset]
+    beside: bool
+
+
+CERTIFICATES: tuple[Certificate, ...] = (
+    Certificate(step_reruns, certify_step, beside=False),
+    Certificate(precision_reruns, certify_precision, beside=True))
 """What :func:`run_batch` attaches to a trained batch, each a no-op unless its ``train`` options
 ask for it."""
 
