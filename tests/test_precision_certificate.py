@@ -198,3 +198,43 @@ def test_the_float64_rerun_trains_beside_the_batch(monkeypatch):
         b = f64["loss"].values[r]
         rel = np.max(np.abs(a - b)) / np.max(np.abs(b))
         assert rel <= ds.precision_rel.values[r] * (1 + 1e-12)
+
+
+def test_a_failing_batch_stops_the_rerun_beside_it(monkeypatch):
+    """When the float32 batch fails (or is interrupted), the float64 rerun beside it stops at
+    its next segment instead of training to its end, and the batch's error is what the caller
+    gets."""
+    import threading
+
+    from shallowflow import experiment
+
+    real = experiment._run_engine
+    segments: list[int] = []
+    rerun_started, outcome = threading.Event(), []
+
+    def engine(batch, level=0, progress=None):
+        if batch.dtype == "float32":
+            assert rerun_started.wait(60)
+            raise RuntimeError("the batch failed")
+
+        def counted(done, total):
+            segments.append(done)
+            rerun_started.set()
+            progress(done, total)
+
+        try:
+            return real(batch, level, counted)
+        except BaseException as err:
+            outcome.append(err)
+            raise
+
+    monkeypatch.setattr(experiment, "_run_engine", engine)
+    exp = experiment_from_mapping({**with_train(dtype="float32", certify_precision=1),
+                                   "record": {"points": 400, "probes": ["loss"]},
+                                   "train": {**SPEC["train"], "steps": 20000,
+                                             "dtype": "float32", "certify_precision": 1}})
+    batch = experiment.prepare_batch([experiment.RunRef(exp, r) for r in range(2)])
+    with pytest.raises(RuntimeError, match="the batch failed"):
+        experiment.run_batch(batch)
+    assert outcome and type(outcome[0]).__name__ == "_Stopped"
+    assert segments and max(segments) < 20000  # stopped before its end

@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections
 import itertools
 import json
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -352,15 +353,29 @@ def run_batch(batch: BatchInputs,
     """Train a prepared batch and return its Dataset, with the certificates its ``train``
     options ask for (:data:`CERTIFICATES`) and its end states. A certificate's reference runs
     depend on the batch alone; those marked ``beside`` run in a thread while the batch trains."""
+    stopped = threading.Event()
+
+    def unless_stopped(done: int, total: int) -> None:  # the beside reruns' progress
+        if stopped.is_set():
+            raise _Stopped
+
     with ThreadPoolExecutor(1, thread_name_prefix="shallowflow-certificate") as pool:
-        early = {k: pool.submit(c.reference, batch) for k, c in enumerate(CERTIFICATES)
-                 if c.beside}
-        result = _run_engine(batch, 0, progress)
+        early = {k: pool.submit(c.reference, batch, unless_stopped)
+                 for k, c in enumerate(CERTIFICATES) if c.beside}
+        try:
+            result = _run_engine(batch, 0, progress)
+        except BaseException:  # a failure or an interrupt: the reruns stop at their next segment
+            stopped.set()
+            raise
         ds = to_dataset(batch, result)
         for k, c in enumerate(CERTIFICATES):
-            reference = early[k].result() if k in early else c.reference(batch)
+            reference = early[k].result() if k in early else c.reference(batch, None)
             ds = c.attach(ds, batch, result, reference)
     return end_states(ds, batch)
+
+
+class _Stopped(Exception):
+    """The batch failed or was interrupted: the certificate reruns beside it stop."""
 
 
 def end_states(ds: xr.Dataset, batch: BatchInputs) -> xr.Dataset:
@@ -379,10 +394,11 @@ def end_states(ds: xr.Dataset, batch: BatchInputs) -> xr.Dataset:
     return ds.merge(end, combine_attrs="drop_conflicts")
 
 
-def step_reruns(batch: BatchInputs) -> list[EngineResult] | None:
+def step_reruns(batch: BatchInputs,
+                progress: Callable[[int, int], None] | None = None) -> list[EngineResult] | None:
     """With ``train.certify`` = 1 or 2: the batch rerun at lr/2 (and lr/4), else None."""
     levels = batch.refs[0].experiment.train.certify
-    return [_run_engine(batch, k) for k in range(1, levels + 1)] if levels else None
+    return [_run_engine(batch, k, progress) for k in range(1, levels + 1)] if levels else None
 
 
 def certify_step(ds: xr.Dataset, batch: BatchInputs, result: EngineResult,
@@ -415,7 +431,8 @@ def certify_step(ds: xr.Dataset, batch: BatchInputs, result: EngineResult,
     return ds
 
 
-def precision_reruns(batch: BatchInputs) -> EngineResult | None:
+def precision_reruns(batch: BatchInputs,
+                     progress: Callable[[int, int], None] | None = None) -> EngineResult | None:
     """With ``train.certify_precision`` = k (a float32 batch): its first k runs trained in
     float64, from the float64 data and networks the batch was rounded from; else None."""
     k = min(batch.refs[0].experiment.train.certify_precision, len(batch.refs))
@@ -425,7 +442,7 @@ def precision_reruns(batch: BatchInputs) -> EngineResult | None:
                                            certify_precision_tol=None, certify=0,
                                            certify_tol=None), r.index)
             for r in batch.refs[:k]]  # each run its own experiment: seeds, scales may differ
-    return _run_engine(prepare_batch(refs, batch.drawn))
+    return _run_engine(prepare_batch(refs, batch.drawn), 0, progress)
 
 
 def certify_precision(ds: xr.Dataset, batch: BatchInputs, result: EngineResult,
@@ -453,12 +470,13 @@ def certify_precision(ds: xr.Dataset, batch: BatchInputs, result: EngineResult,
 
 
 class Certificate(NamedTuple):
-    """A certificate of a trained batch: ``reference(batch)``, the reruns it compares the batch
-    with (a function of the batch alone; None where its ``train`` option is off), and
-    ``attach(ds, batch, result, reference)``. ``beside``: the reference runs in a thread while
-    the batch trains (a few runs beside a batch's many), else after it (a whole batch again)."""
+    """A certificate of a trained batch: ``reference(batch, progress)``, the reruns it compares
+    the batch with (a function of the batch alone; None where its ``train`` option is off;
+    ``progress`` is their step callback), and ``attach(ds, batch, result, reference)``.
+    ``beside``: the reference runs in a thread while the batch trains (a few runs beside a
+    batch's many), else after it (a whole batch again)."""
 
-    reference: Callable[[BatchInputs], Any]
+    reference: Callable[[BatchInputs, Callable[[int, int], None] | None], Any]
     attach: Callable[[xr.Dataset, BatchInputs, EngineResult, Any], xr.Dataset]
     beside: bool
 
