@@ -141,9 +141,9 @@ def _shared_block(inputs: SharedInputs, p: int) -> int:
     """Runs per block on shared data X (n, d), whatever the batch size (0: not blocked): 4, 2 or
     1 runs, the most whose block has at most ``SHARED_BLOCK_NEURONS`` neurons, provided the
     block's sample-space arrays (n, block p) hold at least ``SHARED_MIN_BYTES``. Each block's
-    arrays then stay in cache through the step's passes (64 networks of p = 40 on n = 1000:
-    1.1-1.4x in one thread, bench/NOTES.md). A block size that divides the rebatching multiple
-    keeps compacted batches blocked."""
+    arrays then stay in cache through the step's passes (64 networks of p = 40 on n = 1000,
+    blocks of 4 and a shard per core: 1.35x in float64, 1.4x in float32, bench/NOTES.md). A block
+    size that divides the rebatching multiple keeps compacted batches blocked."""
     block = next(b for b in (4, 2, 1) if b * p <= SHARED_BLOCK_NEURONS or b == 1)
     size = inputs.n * block * p * inputs.X.dtype.itemsize
     return block if size >= SHARED_MIN_BYTES else 0
@@ -176,7 +176,7 @@ def shards(inputs: Inputs | None, R: int, count: int | None = None,
     machine's cores (a batch of fewer than two blocks is one shard, as it is).
     XLA:CPU splits a step's products between cores but runs its elementwise passes on one core;
     a shard per core keeps both busy (the DPB Fig. 3 step: 1.35-1.65x in float64 on 2 cores;
-    64 networks on shared data: about 1.2-1.4x more, bench/NOTES.md). Other layouts are one shard
+    64 networks on shared data, with blocks: 1.35-1.4x, bench/NOTES.md). Other layouts are one shard
     by default; an explicit ``count`` shards them too (their batched products then change shape:
     results equal to rounding)."""
     unit = _unit(inputs, p)
