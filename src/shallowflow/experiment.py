@@ -360,16 +360,16 @@ def run_batch(batch: BatchInputs,
             raise _Stopped
 
     with ThreadPoolExecutor(1, thread_name_prefix="shallowflow-certificate") as pool:
-        early = {k: pool.submit(c.reference, batch, unless_stopped)
-                 for k, c in enumerate(CERTIFICATES) if c.beside}
+        early = [pool.submit(c.reference, batch, unless_stopped) if c.beside else None
+                 for c in CERTIFICATES]
         try:
             result = _run_engine(batch, 0, progress)
         except BaseException:  # a failure or an interrupt: the reruns stop at their next segment
             stopped.set()
             raise
         ds = to_dataset(batch, result)
-        for k, c in enumerate(CERTIFICATES):
-            reference = early[k].result() if k in early else c.reference(batch, None)
+        for c, future in zip(CERTIFICATES, early, strict=True):
+            reference = c.reference(batch, None) if future is None else future.result()
             ds = c.attach(ds, batch, result, reference)
     return end_states(ds, batch)
 
