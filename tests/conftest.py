@@ -10,7 +10,7 @@ import shallowflow
 from shallowflow.compile_cache import ENV
 from shallowflow.reproductions.claims import VERDICTS
 
-shallowflow.enable_float64()
+shallowflow.enable_full_precision()
 # the command line keeps compiled programs on disk: here in a folder of this test process, never
 # in the user's cache (removed when the process ends)
 _CACHE = tempfile.TemporaryDirectory(prefix="shallowflow-xla-")

@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from shallowflow.benchmarks import throughput, tiny
+from shallowflow.benchmarks import gpu, throughput, tiny
 from shallowflow.benchmarks.command import bench
 from shallowflow.benchmarks.suite import BENCHMARKS
 
 NAMES = ["throughput", "tiny", "reduced", "town_fig1", "limit_process", "dana_fig3", "presets",
-         "onedim", "stationary", "startup", "executors"]
+         "onedim", "stationary", "startup", "executors", "gpu"]
 
 
 def test_list_names_and_titles() -> None:
@@ -168,3 +168,18 @@ def test_dana_fig3_table_against_the_large_gemm_and_pytorch_per_core() -> None:
     assert "Per core 10.0 GFLOP/s, against 8.0" in text and "1.25x" in text
     assert "per-run data, float64" in text
     assert "per-run data, float32" in dana_fig3.table({**r, "dtype": "float32"})
+
+
+def test_gpu_table_ratios_and_its_skip_on_the_cpu() -> None:
+    """The GPU table's ratios: 40 of a 50 GFLOP/s large GEMM is 80 %, 4x a 10 GFLOP/s PyTorch
+    loop; on a machine whose JAX device is the CPU the benchmark measures nothing."""
+    row = {"large_gemm_gflops": 50.0, "dpb_step_gflops": {25: 40.0}, "shared_gflops": {64: 20.0},
+           "torch_loop_gflops": 10.0}
+    result = {"device": "H100", "dpb_shape": [3000, 100, 39], "shared_shape": [1000, 100, 40],
+              "steps": 300, "gemm_size": 8192, "results": {"float64": row}}
+    md = gpu.table(result)
+    assert "| float64 | 50 | DPB step | 25 | 40 | 80 % | 4.0x |" in md
+    assert "| float64 | 50 | shared | 64 | 20 | 40 % | 2.0x |" in md
+    skipped = gpu.bench(**gpu.QUICK)
+    assert skipped["skipped"] and "results" not in skipped
+    assert gpu.table(skipped).startswith("GPU benchmark skipped")

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from shallowflow import enable_float64, init, onedim
+from shallowflow import enable_full_precision, init, onedim
 from shallowflow.activations import RELU, Activation
 from shallowflow.data import three_point
 from shallowflow.dynamics import EngineConfig, record_schedule, simulate
@@ -19,7 +19,7 @@ from shallowflow.inputs import OneDimInputs, PerRunInputs, SharedInputs, _window
 from shallowflow.losses import LOSS_NAMES, Loss
 from shallowflow.network import Network, add_bias_column, batch_loss_and_gradient
 
-enable_float64()
+enable_full_precision()
 
 # --------------------------------------------------------------------------------------------
 # numpy references: the dense formula (docs/math.md §0.3) and the bucketed one (§10)

@@ -238,3 +238,36 @@ def test_a_failing_batch_stops_the_rerun_beside_it(monkeypatch):
         experiment.run_batch(batch)
     assert outcome and type(outcome[0]).__name__ == "_Stopped"
     assert segments and max(segments) < 20000  # stopped before its end
+
+
+@pytest.mark.parametrize("layout", ["shared", "per_run", "run"])
+def test_float32_products_are_full_float32(layout):
+    """Every product of a float32 step asks for float32 operands: JAX's default precision is TF32
+    on NVIDIA GPUs since Ampere (docs/math.md §8.13). The lowered program names each product's
+    precision on any device, so this is checked here on the CPU too."""
+    import jax
+    import jax.numpy as jnp
+
+    from shallowflow.activations import RELU
+    from shallowflow.inputs import PerRunInputs, RunInputs, SharedInputs
+    from shallowflow.losses import Loss
+    from shallowflow.network import batch_loss_and_gradient
+
+    runs, n, d, p = (1 if layout == "run" else 3), 50, 40, 6  # d > inputs.SMALL: real products
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(runs, n, d)).astype(np.float32)
+    inputs = {"shared": lambda: SharedInputs.of(X[0]),
+              "per_run": lambda: PerRunInputs(jnp.asarray(X)),
+              "run": lambda: RunInputs(jnp.asarray(X), jnp.asarray(X.transpose(0, 2, 1).copy()))}[layout]()
+    y = jnp.asarray(rng.normal(size=(n,) if layout == "shared" else (runs, n)).astype(np.float32))
+    a = jnp.asarray(rng.normal(size=(runs, p)).astype(np.float32))
+    Wt = jnp.asarray(rng.normal(size=(d, runs, p)).astype(np.float32))
+
+    def step(a, Wt):
+        bg = batch_loss_and_gradient(a, Wt, inputs, y, 1.0 / p, RELU, Loss("square", "mean"))
+        return bg.loss, bg.grad_Wt
+
+    text = jax.jit(step).lower(a, Wt).as_text()
+    products = [line for line in text.splitlines() if "dot_general" in line]
+    assert len(products) >= 2  # the forward product and the back-projection
+    assert all("precision = [HIGHEST, HIGHEST]" in line for line in products), products

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
+import xarray as xr
 from typer.testing import CliRunner
 
 from shallowflow.cli import app
@@ -148,3 +151,22 @@ def test_the_command_exits_quickly_with_everything_written(tmp_path):
     bad = subprocess.run([sys.executable, "-c", probe, "run", "missing.toml", "--out", "s"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "error:" in bad.stderr and not (tmp_path / "s").exists()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="flock is POSIX")
+def test_files_are_read_and_written_without_hdf5_file_locks(tmp_path):
+    """A batch file another handle holds a lock on is still read, and a file is written beside
+    it: HDF5's locks only failed reads ("unable to lock file", errno 11) of files that are
+    always complete (written under a temporary name, then renamed)."""
+    import fcntl
+
+    from shallowflow.store import read_netcdf, write_netcdf
+
+    ds = xr.Dataset({"loss": ("step", np.arange(4.0))})
+    path = tmp_path / "batch.nc"
+    write_netcdf(ds, path)
+    with open(path, "rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        np.testing.assert_array_equal(read_netcdf(path).loss.values, ds.loss.values)
+        write_netcdf(ds, path)  # replaced whole while the old file is locked
+    np.testing.assert_array_equal(read_netcdf(path).loss.values, ds.loss.values)

@@ -44,7 +44,9 @@ def test_resume_gives_exactly_the_uninterrupted_results(tmp_path):
 
     with pytest.raises(Interrupt):
         run_sweep(sw, tmp_path / "cut", show_progress=False, after_batch=stop_after_two)
-    assert len(list((tmp_path / "cut" / "batches").glob("*.nc"))) == 2
+    # the two batches before the interrupt are kept, and a batch in flight beside them if it
+    # finished (executors.LocalExecutor), never all of them
+    assert 2 <= len(list((tmp_path / "cut" / "batches").glob("*.nc"))) < len(plan(sw))
     with pytest.raises(ConfigError, match="--resume"):
         run_sweep(sw, tmp_path / "cut", show_progress=False)
     resumed = run_sweep(sw, tmp_path / "cut", resume=True, show_progress=False)

@@ -50,7 +50,7 @@ class Terminated(BaseException):
 @app.callback()
 def _main(ctx: typer.Context) -> None:
     """Simulate, measure and predict how one-hidden-layer ReLU networks learn."""
-    from shallowflow import compile_cache, enable_float64
+    from shallowflow import compile_cache, enable_full_precision
 
     saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGALRM)}
     hook = sys.unraisablehook
@@ -69,7 +69,7 @@ def _main(ctx: typer.Context) -> None:
     ctx.call_on_close(restore)
     if _OWN_PROCESS:
         _without_dask_arrays()
-    enable_float64()  # float64 is the default precision of every run
+    enable_full_precision()  # float64 is the default precision of every run
     compile_cache.enable()  # compiled programs kept on disk, per machine type
     # figures are written to files; no display needed
     if _OWN_PROCESS and "matplotlib" not in sys.modules:

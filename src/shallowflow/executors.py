@@ -8,7 +8,8 @@ finish; a batch whose task raised yields a :class:`Failure` as its result (the o
 the work runs elsewhere. The task must be picklable for executors that ship it to other
 processes (a module-level function or a ``functools.partial`` of one).
 
-- ``local``: in this process, one batch after another, each with its own step progress bar;
+- ``local``: in this process, two batches at a time (:class:`LocalExecutor`), each with its own
+  step progress bar;
 - ``dask``: on a dask.distributed cluster (``address``) or on a local cluster of worker
   processes, one per core group (``workers``).
 """
@@ -18,8 +19,10 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import subprocess
+import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -71,10 +74,23 @@ class Executor(Protocol):
         ...
 
 
+IN_FLIGHT = 2
+"""Batches the local executor trains at once (:class:`LocalExecutor`)."""
+
+
 class LocalExecutor:
-    """Batches run here, in order; each gets a step progress task on ``bar``."""
+    """Batches run here, ``in_flight`` at a time (in threads, started in order; results in the
+    order they finish), each with its own step progress bar. Their compiled segments take
+    turns on the cores (:func:`~shallowflow.dynamics.compilation.core_slots`), so one batch's
+    start (data, initial networks, compilation) and end (records, certificates), and the
+    imbalance of its last shard, overlap the next batch's training. Runs are independent and
+    shards fixed by the shapes, so results do not depend on ``in_flight``. On an interrupt, or
+    when the caller stops, the batches in flight stop at their next segment."""
 
     name = "local"
+
+    def __init__(self, in_flight: int = IN_FLIGHT) -> None:
+        self.in_flight = max(1, in_flight)
 
     def check(self) -> None:
         """Always usable."""
@@ -84,15 +100,43 @@ class LocalExecutor:
 
     def run(self, task: Callable[[B, StepCallback | None], R], batches: Sequence[B],
             bar: Bar, describe: Callable[[B], str]) -> Iterator[tuple[B, R | Failure]]:
-        for batch in batches:
-            inner = bar.add_task(describe(batch), total=None)
+        stop = threading.Event()
+        running: dict[Future[R], tuple[int, B, Any]] = {}
+        started = 0
+
+        def attempt(batch: B, inner: Any) -> R:
+            def progress(done: int, total: int) -> None:
+                if stop.is_set():
+                    raise Cancelled
+                bar.update(inner, completed=done, total=total)
+            return task(batch, progress)
+
+        with ThreadPoolExecutor(self.in_flight, thread_name_prefix="shallowflow-batch") as pool:
             try:
-                result: R | Failure = task(
-                    batch, lambda d, t, inner=inner: bar.update(inner, completed=d, total=t))
-            except Exception as err:  # the batch's failure, reported by the caller with its key
-                result = Failure.of(err)
-            bar.remove_task(inner)
-            yield batch, result
+                while True:
+                    while len(running) < self.in_flight and started < len(batches):
+                        batch = batches[started]
+                        inner = bar.add_task(describe(batch), total=None)
+                        running[pool.submit(attempt, batch, inner)] = (started, batch, inner)
+                        started += 1
+                    if not running:
+                        return
+                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for future in sorted(finished, key=lambda f: running[f][0]):
+                        _, batch, inner = running.pop(future)
+                        bar.remove_task(inner)
+                        error = future.exception()
+                        if error is not None and not isinstance(error, Exception):
+                            raise error  # an interrupt inside the task
+                        yield batch, (Failure.of(error) if error is not None else future.result())
+            except BaseException:  # an interrupt, or the caller stopped: the others stop too
+                stop.set()
+                raise
+
+
+class Cancelled(Exception):
+    """The local executor stopped (an interrupt, or its caller stopped): a batch in flight ends
+    at its next segment."""
 
 
 def available_cores() -> list[int]:

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 import xarray as xr
 
-from shallowflow import certificate, enable_float64
+from shallowflow import certificate, enable_full_precision
 from shallowflow.activations import Activation
 from shallowflow.config import DIGEST, Experiment
 from shallowflow.data.validate import validate_dataset
@@ -119,7 +119,7 @@ def _stream_keys(seeds: jax.Array, indices: jax.Array, stream: jax.Array) -> jax
 
 def _keys(seeds: Sequence[int], indices: Sequence[int], stream: int) -> jax.Array:
     """:func:`_stream_keys` of int64 seeds (the config's range, docs/architecture.md) and indices."""
-    enable_float64()  # seeds are int64; every training path makes its keys here first
+    enable_full_precision()  # seeds are int64; every training path makes its keys here first
     return _stream_keys(np.asarray(seeds, np.int64), np.asarray(indices, np.int64),
                         np.int64(stream))
 

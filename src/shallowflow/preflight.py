@@ -10,7 +10,8 @@ upper bound: linear + geometric + explicit points), S steps and b bytes per numb
     arithmetic              ~ 4 n d p S flops per run (x 7 with the step-size certificate)
 
 where s is the number of values a record holds per run (the recorded probes' sizes). The memory
-needed is the largest working set plus twice the results held in memory (``hold``: training that
+needed is the sum of the largest working sets of the batches trained at once
+(:data:`~shallowflow.executors.IN_FLIGHT`) plus twice the results held in memory (``hold``: training that
 returns its results; a sweep writes each batch and holds none) plus the Python objects that plan
 the runs (:data:`PLAN_BYTES_PER_RUN` each) and a fixed allowance for the runtime; the disk needed
 is the results. docs/architecture.md, "Before any work".
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from shallowflow.errors import ResourceError
+from shallowflow.executors import IN_FLIGHT
 from shallowflow.probes import DIM_LABELS, PROBES
 
 if TYPE_CHECKING:
@@ -70,7 +72,8 @@ def record_size(exp: Experiment) -> int:
 def estimate(jobs: Sequence[tuple[Experiment, int]], max_batch: int = 4096,
              hold: bool = True) -> Estimate:
     """What training ``runs`` runs of each experiment of ``jobs`` (experiment, runs) needs."""
-    peak = held = disk = flops = planned = 0.0
+    held = disk = flops = planned = 0.0
+    workings: list[float] = []  # the largest batches' working sets, IN_FLIGHT of them at most
     for exp, runs in jobs:
         b = 4 if exp.train.dtype == "float32" else 8
         n, d, p = exp.data.n_samples, exp.input_dim, exp.model.width
@@ -80,7 +83,7 @@ def estimate(jobs: Sequence[tuple[Experiment, int]], max_batch: int = 4096,
         # per-run data twice: the batch's copy and its shards' (dynamics.compilation.shards)
         working = b * R * (2 * data_run + 8 * p * d + 4 * n * p + T * s) + b * n * (d + 1)
         per_run = b * (T * s + 4 * p * d + 2 * p + data_run)
-        peak = max(peak, working)
+        workings = sorted([*workings, *[working] * min(IN_FLIGHT, -(-runs // R))])[-IN_FLIGHT:]
         held += runs * per_run
         planned += runs * PLAN_BYTES_PER_RUN
         disk += runs * per_run + 8 * n * (d + 1)
@@ -88,7 +91,8 @@ def estimate(jobs: Sequence[tuple[Experiment, int]], max_batch: int = 4096,
         flops += 4.0 * n * d * p * steps * runs * reruns
         sampled = min(exp.train.certify_precision, R) * -(-runs // R)  # float64 reruns
         flops += 4.0 * n * d * p * steps * sampled
-    return Estimate(RUNTIME_BYTES + planned + peak + (2 * held if hold else 0), disk, flops)
+    return Estimate(RUNTIME_BYTES + planned + sum(workings) + (2 * held if hold else 0), disk,
+                    flops)
 
 
 def _read_int(path: str) -> int | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -46,12 +47,14 @@ class _Task:
 class LineProgress:
     """The subset of :class:`rich.progress.Progress` the package uses (``add_task``, ``update``,
     ``advance``, ``remove_task``), written as plain lines to stderr: one when the first task
-    starts, then at most one every ``interval`` seconds, and one at the end."""
+    starts, then at most one every ``interval`` seconds, and one at the end. Thread-safe (batches
+    trained side by side update their tasks from their own threads), as rich's is."""
 
     def __init__(self, enabled: bool = True, interval: float = LINE_INTERVAL,
                  write: Callable[[str], None] | None = None) -> None:
         self.enabled, self.interval = enabled, interval
         self.tasks: dict[int, _Task] = {}
+        self._lock = threading.RLock()
         self._next_id, self._last = 0, -float("inf")
         self._write = write or (lambda line: print(line, file=sys.stderr, flush=True))
 
@@ -64,30 +67,36 @@ class LineProgress:
 
     def add_task(self, description: str, total: float | None = None, completed: float = 0,
                  **_: Any) -> int:
-        tid, self._next_id = self._next_id, self._next_id + 1
-        self.tasks[tid] = _Task(description, total, completed, time.monotonic())
-        self._emit(force=len(self.tasks) == 1)
-        return tid
+        with self._lock:
+            tid, self._next_id = self._next_id, self._next_id + 1
+            self.tasks[tid] = _Task(description, total, completed, time.monotonic())
+            self._emit(force=len(self.tasks) == 1)
+            return tid
 
     def update(self, task_id: int, completed: float | None = None, total: float | None = None,
                **_: Any) -> None:
-        task = self.tasks[task_id]
-        if completed is not None:
-            task.completed = completed
-        if total is not None:
-            task.total = total
-        self._emit()
+        with self._lock:
+            task = self.tasks[task_id]
+            if completed is not None:
+                task.completed = completed
+            if total is not None:
+                task.total = total
+            self._emit()
 
     def advance(self, task_id: int, advance: float = 1) -> None:
-        self.update(task_id, completed=self.tasks[task_id].completed + advance)
+        with self._lock:
+            self.update(task_id, completed=self.tasks[task_id].completed + advance)
 
     def remove_task(self, task_id: int) -> None:
-        self.tasks.pop(task_id, None)
+        with self._lock:
+            self.tasks.pop(task_id, None)
 
     def line(self) -> str:
         """The current state: every task with its counts, elapsed time and ETA."""
         now, parts = time.monotonic(), []
-        for task in self.tasks.values():
+        with self._lock:
+            tasks = list(self.tasks.values())
+        for task in tasks:
             text = f"{task.description.strip()}: {task.completed:g}"
             if task.total:
                 frac = task.completed / task.total

@@ -35,6 +35,11 @@ from shallowflow.preflight import check_disk
 
 PARAM_VARS = ("a_init", "W_init", "a_final", "W_final", "W", "log_norm_final", "log_abs_a_final")
 ENGINE = "h5netcdf"
+H5_OPTIONS = {"locking": False}
+"""h5py's options for every file here: no HDF5 file locks. Every file is written under a
+temporary name of its own and renamed whole, so no reader meets a half-written one; HDF5's locks
+only added failures ("unable to lock file", errno 11: a batch file read while HDF5 still held
+the lock of its writing, with two batches in flight, seen on a GPU machine)."""
 HOST = re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:32] or "host"
 """This host, as written in temporary names (so a clean-up only judges its own processes)."""
 
@@ -189,16 +194,21 @@ def write_netcdf(ds: xr.Dataset, path: str | Path) -> None:
     from xarray.backends.locks import HDF5_LOCK
 
     with atomic_file(path) as tmp:
-        store = H5NetCDFStore.open(str(tmp), mode="w", lock=HDF5_LOCK)
+        store = H5NetCDFStore.open(str(tmp), mode="w", lock=HDF5_LOCK, driver_kwds=H5_OPTIONS)
         try:
             ds.dump_to_store(store)
         finally:
             store.close()
 
 
+def open_netcdf(path: str | Path) -> xr.Dataset:
+    """Open a netCDF file lazily (close it, or use ``with``), without HDF5 file locks."""
+    return xr.open_dataset(path, engine=ENGINE, driver_kwds=H5_OPTIONS)
+
+
 def read_netcdf(path: str | Path) -> xr.Dataset:
     """Read a netCDF file fully into memory (the file is closed on return)."""
-    with xr.open_dataset(path, engine=ENGINE) as ds:
+    with open_netcdf(path) as ds:
         return ds.load()
 
 

@@ -51,10 +51,11 @@ from shallowflow.preflight import check_memory, estimate
 from shallowflow.stationary import end_table
 from shallowflow.stationary.verdict import TABLE_FIELDS
 from shallowflow.store import (
-    ENGINE,
+    H5_OPTIONS,
     atomic_file,
     check_output_dir,
     clean_stale,
+    open_netcdf,
     provenance,
     read_netcdf,
     write_netcdf,
@@ -214,7 +215,7 @@ def _check_resumable(out: Path, record: dict[str, Any]) -> None:
         path = out / "batches" / f"{batch_id}.nc"
         if path.is_file():
             try:  # HDF5 checks its superblock and end of file: truncation is caught, in 0.3 ms
-                h5py.File(path, "r").close()
+                h5py.File(path, "r", **H5_OPTIONS).close()
             except Exception as err:  # any unreadable file is damaged
                 raise ConfigError(
                     f"{path}: batch file is damaged ({type(err).__name__}); delete it and run "
@@ -310,7 +311,7 @@ SUMMARY_VARIABLES = ("loss", "stopped", "stop_step", "diverged", "diverge_step",
 
 
 def _summary_part(path: Path) -> xr.Dataset:
-    with xr.open_dataset(path, engine=ENGINE) as full:
+    with open_netcdf(path) as full:
         return full[[v for v in SUMMARY_VARIABLES if v in full.variables]].load()
 
 

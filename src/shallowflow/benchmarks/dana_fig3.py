@@ -79,9 +79,9 @@ def xla_products_rate(R: int, n: int, d: int, p: int, dtype: str = "float64",
     product on one core) are not bound by it."""
     import jax
 
-    from shallowflow import enable_float64
+    from shallowflow import enable_full_precision
 
-    enable_float64()  # else float64 arrays silently become float32 ones
+    enable_full_precision()  # else float64 arrays silently become float32 ones
     rng = np.random.default_rng(0)
     X = rng.standard_normal((R, n, d)).astype(dtype)
     args = (jax.device_put(X), jax.device_put(np.ascontiguousarray(X.transpose(0, 2, 1))),

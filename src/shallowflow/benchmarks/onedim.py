@@ -48,12 +48,12 @@ def problem(m: int, n: int, dtype: str) -> tuple[Any, Any, Any]:
     """(net0, X, y) for width m and n points in ``dtype``."""
     import jax
 
-    from shallowflow import enable_float64
+    from shallowflow import enable_full_precision
     from shallowflow.data import stewart
     from shallowflow.init import gaussian
     from shallowflow.network import Network, add_bias_column
 
-    enable_float64()
+    enable_full_precision()
     X, y = stewart(jax.random.PRNGKey(SEED), n)
     X = np.asarray(add_bias_column(X)).astype(dtype)
     net = gaussian(jax.random.PRNGKey(SEED + 1), m, 2, SCALE, width_scaling=True)

@@ -53,12 +53,12 @@ def setup(n: int, probes: tuple[str, ...] = ("loss",)) -> tuple[Any, Any, Any, A
     """(cfg, net0, X, y) in float64 for n samples."""
     import jax
 
-    from shallowflow import enable_float64
+    from shallowflow import enable_full_precision
     from shallowflow.data import orthogonal
     from shallowflow.dynamics import EngineConfig
     from shallowflow.init import dpb
 
-    enable_float64()
+    enable_full_precision()
     p = neurons_for(n, DELTA)
     X, y = orthogonal(jax.random.PRNGKey(0), n, D, basis="random")
     keys = jax.random.split(jax.random.PRNGKey(1), RUNS)

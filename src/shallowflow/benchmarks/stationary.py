@@ -45,7 +45,7 @@ def problem(p: int, n: int = N_SAMPLES, d: int = DIM, seed: int = 0) -> tuple[An
     from shallowflow.network import Network
     from shallowflow.stationary.derivatives import problem as make_problem
 
-    shallowflow.enable_float64()
+    shallowflow.enable_full_precision()
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, d))
     a = rng.standard_normal(p)

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 from shallowflow.benchmarks import (
     dana_fig3,
     executors,
+    gpu,
     limit_process,
     onedim,
     presets,
@@ -71,6 +72,7 @@ BENCHMARKS: dict[str, Benchmark] = {
                          startup.QUICK),
     "executors": Benchmark("Many small networks: in-process and Dask workers", executors.bench,
                            executors.table, executors.QUICK),
+    "gpu": Benchmark("The engine on a GPU", gpu.bench, gpu.table, gpu.QUICK),
 }
 """The suite, in the order it runs (and RESULTS.md lists it)."""
 

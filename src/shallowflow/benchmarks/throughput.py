@@ -42,18 +42,18 @@ QUICK = {"steps": 20, "repeats": 1, "torch_steps": 5}
 """Keyword arguments of :func:`bench` for a quick run (seconds; not comparable numbers)."""
 
 
-def setup() -> tuple[Any, Any, Any, Any]:
-    """(cfg, net0, X, y) in float64."""
+def setup(runs: int = RUNS) -> tuple[Any, Any, Any, Any]:
+    """(cfg, net0, X, y) of ``runs`` networks, in float64."""
     import jax
 
-    from shallowflow import enable_float64
+    from shallowflow import enable_full_precision
     from shallowflow.data import sphere
     from shallowflow.dynamics import EngineConfig
     from shallowflow.init import dpb
 
-    enable_float64()
+    enable_full_precision()
     X, y = sphere(jax.random.PRNGKey(0), N, D)
-    keys = jax.random.split(jax.random.PRNGKey(1), RUNS)
+    keys = jax.random.split(jax.random.PRNGKey(1), runs)
     net0 = jax.vmap(lambda k: dpb(k, P, D))(keys)
     cfg = EngineConfig(kappa=1.0 / P, lr=LR, time_scale=float(P))
     return cfg, net0, X, y
@@ -62,13 +62,13 @@ def setup() -> tuple[Any, Any, Any, Any]:
 def run_engine(cfg: Any, net0: Any, X: Any, y: Any, dtype: str, steps: int,
                repeats: int) -> dict[str, Any]:
     """Best wall time of ``simulate`` over ``repeats`` calls, after a short call that compiles;
-    GFLOP/s = 4 n d p runs steps / best time."""
+    GFLOP/s = 4 n d p runs steps / best time (runs: those of ``net0``)."""
     import jax
 
     net = jax.tree_util.tree_map(lambda v: v.astype(dtype), net0)
     compile_s, best, res = time_simulate(cfg, net, X.astype(dtype), y.astype(dtype), steps,
                                          repeats)
-    flops = 4.0 * N * D * P * RUNS * steps
+    flops = 4.0 * N * D * P * net0.a.shape[0] * steps
     loss = res.records["loss"]
     return {
         "seconds": best,

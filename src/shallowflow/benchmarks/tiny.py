@@ -38,14 +38,14 @@ def problem(p: int = P) -> tuple[Any, Any, Any, Any]:
     """(cfg, net0, X, y) of the tiny run, float64."""
     import jax
 
-    from shallowflow import enable_float64
+    from shallowflow import enable_full_precision
     from shallowflow.data import three_point
     from shallowflow.dynamics import EngineConfig
     from shallowflow.init import balanced
     from shallowflow.losses import Loss
     from shallowflow.network import Network, add_bias_column
 
-    enable_float64()
+    enable_full_precision()
     X, y = three_point()
     X = add_bias_column(X)
     net = balanced(jax.random.PRNGKey(SEED), p, X.shape[1], SCALE, width_scaling=True,

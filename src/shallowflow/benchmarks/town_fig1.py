@@ -56,10 +56,10 @@ def data() -> tuple[np.ndarray, np.ndarray]:
     """The orthonormal data set (X = I_64 rows, labels |N(0, 1)|), float64."""
     import jax
 
-    from shallowflow import enable_float64
+    from shallowflow import enable_full_precision
     from shallowflow.data import orthonormal
 
-    enable_float64()
+    enable_full_precision()
     X, y = orthonormal(jax.random.PRNGKey(DATA_SEED), N, D, "canonical", "abs_normal")
     return np.asarray(X), np.asarray(y)
 

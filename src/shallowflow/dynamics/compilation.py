@@ -17,6 +17,7 @@ advances whole blocks in one shard per core (:func:`shards`), bit for bit as in 
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
 
 import jax
@@ -192,6 +193,17 @@ def shards(inputs: Inputs | None, R: int, count: int | None = None,
     return [np.concatenate([np.arange(k * size, min(R, (k + 1) * size)),
                             np.full(max(0, (k + 1) * size - R), k * size)])
             for k in range(count)]
+
+
+@functools.cache
+def core_slots() -> threading.BoundedSemaphore:
+    """The compiled segments that may run at once in this process, one per core it may use
+    (made at first use, after a worker has been pinned to its cores). The driver holds a slot
+    from a segment's dispatch until its records are on the host, so the shards of batches
+    trained side by side (:class:`~shallowflow.executors.LocalExecutor`) and a certificate's
+    reruns take turns on the cores instead of time-slicing them, and a batch's start (data,
+    compilation) and end run while another batch's segments keep the cores busy."""
+    return threading.BoundedSemaphore(len(available_cores()))
 
 
 def _is_elementwise(inputs: Inputs) -> bool:

@@ -28,7 +28,7 @@ from jax import Array
 
 from shallowflow.dynamics import live
 from shallowflow.dynamics import rebatch as rb
-from shallowflow.dynamics.compilation import segment, shards
+from shallowflow.dynamics.compilation import core_slots, segment, shards
 from shallowflow.dynamics.config import EngineConfig
 from shallowflow.dynamics.parametrisation import Params, log_shift
 from shallowflow.dynamics.span import project, restore, span_of
@@ -185,9 +185,11 @@ def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs:
         widths.append(width)
         padded = np.concatenate([chunk, np.full(per_call - len(chunk), chunk[-1], np.int64)])
         t0, first_step = time.perf_counter(), int(step)
-        step, state, rec = segment(cfg, step, state, to_device(padded), to_device(np.int64(len(chunk))),
-                                   cur_inputs, cur_y, cur_stop, cur_keys, ref, neurons)
-        part = {k: np.asarray(v)[: len(chunk)] for k, v in rec.items()}
+        with core_slots():  # one compiled segment per core at a time, whatever the batches
+            step, state, rec = segment(cfg, step, state, to_device(padded),
+                                       to_device(np.int64(len(chunk))), cur_inputs, cur_y,
+                                       cur_stop, cur_keys, ref, neurons)
+            part = {k: np.asarray(v)[: len(chunk)] for k, v in rec.items()}
         if index > 0 and int(chunk[-1]) > first_step:
             per_run_step = (time.perf_counter() - t0) / ((int(chunk[-1]) - first_step) * len(current))
         if len(current) < R:

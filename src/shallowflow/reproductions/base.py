@@ -34,7 +34,7 @@ import numpy as np
 import xarray as xr
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from shallowflow import enable_float64
+from shallowflow import enable_full_precision
 from shallowflow.certificate import DEFAULT_PRECISION, Precision
 from shallowflow.config import ConfigError, format_validation_error, split_override
 from shallowflow.executors import Executor
@@ -216,7 +216,7 @@ def run_reproduction(name: str, out: str | Path, preset: str = "quick",
     rep = _lookup(name)
     params = resolve_params(rep, preset, overrides)
     check_output_dir(out, overwrite)
-    enable_float64()
+    enable_full_precision()
     store = batch_store(out)
     if not resume:
         shutil.rmtree(store, ignore_errors=True)

@@ -13,7 +13,7 @@ One concept per module:
   per run of a results Dataset (§9.4, §9.6).
 
 Everything computes in float64: the functions that build JAX arrays call
-:func:`shallowflow.enable_float64` themselves (importing this package changes no global state).
+:func:`shallowflow.enable_full_precision` themselves (importing this package changes no global state).
 
     from shallowflow.stationary import certify_dataset, certify_point, problem
     table = certify_dataset(ds, polish_method="newton")      # ds from train(..., keep_data=True)

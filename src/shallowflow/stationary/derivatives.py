@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from shallowflow import enable_float64
+from shallowflow import enable_full_precision
 from shallowflow.activations import RELU, Activation
 from shallowflow.losses import Loss
 from shallowflow.network import Network, forward, loss_and_gradient
@@ -89,7 +89,7 @@ def _outputs(a: jax.Array, W: jax.Array, X: jax.Array, y: jax.Array, kappa: floa
 
 
 def _evaluate(net: Network, prob: Problem) -> tuple[jax.Array, jax.Array]:
-    enable_float64()
+    enable_full_precision()
     return _outputs(jnp.asarray(net.a), jnp.asarray(net.W), jnp.asarray(prob.X),
                     jnp.asarray(prob.y), prob.kappa, prob.activation, prob.loss)
 
@@ -116,7 +116,7 @@ def gradient(net: Network, prob: Problem) -> tuple[float, Network, np.ndarray]:
     ``network.loss_and_gradient`` (compiled once per shape): dL/dw_j = kappa a_j M_j,
     dL/da_j = kappa <w_j, M_j>, M_j = sum_i g_i sigma'(<w_j, x_i>) x_i (docs/math.md §0.3,
     §9.1)."""
-    enable_float64()
+    enable_full_precision()
     value, ga, gW, Z = _loss_and_gradient(jnp.asarray(net.a), jnp.asarray(net.W),
                                           jnp.asarray(prob.X), jnp.asarray(prob.y), prob.kappa,
                                           prob.activation, prob.loss)
@@ -132,7 +132,7 @@ def flat_gradient(theta: object, prob: Problem, p: int, d: int) -> tuple[float, 
 def flat_loss(prob: Problem, p: int, d: int) -> Callable[[jax.Array], jax.Array]:
     """theta -> L(theta) as a JAX function of the flat parameters, written with
     ``network.forward``: the function whose second derivatives are the Hessian (§9.1)."""
-    enable_float64()
+    enable_full_precision()
     X, y = jnp.asarray(prob.X), jnp.asarray(prob.y)
     return functools.partial(_loss, X=X, y=y, loss=prob.loss, kappa=prob.kappa,
                              activation=prob.activation, p=p, d=d)
@@ -171,7 +171,7 @@ def hessian(net: Network, prob: Problem, neurons: np.ndarray | None = None) -> n
     parameters of ``neurons`` (a boolean mask; None: all) in the order of :func:`neuron_index`.
     On the smooth part this is the Hessian of L (docs/math.md §9.1). Compiled once per shape and
     model (the data are arguments)."""
-    enable_float64()
+    enable_full_precision()
     p, d = net.W.shape
     H = np.asarray(_hessian(jnp.asarray(flatten(net)), jnp.asarray(prob.X), jnp.asarray(prob.y),
                             **_static(prob, p, d)))
@@ -187,7 +187,7 @@ def hvp_operator(net: Network, prob: Problem,
     ``neurons`` the operator acts on the coordinates of :func:`neuron_index` only (the vector is
     embedded with zeros elsewhere and the product restricted), so the compiled shape does not
     depend on which neurons are smooth (docs/math.md §9.1). Compiled once per shape and model."""
-    enable_float64()
+    enable_full_precision()
     p, d = net.W.shape
     theta = jnp.asarray(flatten(net))
     X, y = jnp.asarray(prob.X), jnp.asarray(prob.y)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from shallowflow import enable_float64
+from shallowflow import enable_full_precision
 from shallowflow.activations import RELU, Activation
 from shallowflow.losses import Loss
 from shallowflow.stationary.escape import circle_boundaries, correlation
@@ -63,7 +63,7 @@ def residual_weights(y: object, output: object | None = None, loss: Loss = BF_LO
     """c_k = -dL/dh(x_k) = -c ell'(h(x_k), y_k), (n,), so that G(w) = sum_k c_k sigma(<w, x_k>) is
     BF's G (eq.7) at the network with outputs ``output`` (default 0: initialisation); for ``mse``
     with mean, c_k = (2/n)(y_k - h(x_k)) (docs/math.md §2.3)."""
-    enable_float64()
+    enable_full_precision()
     y = np.asarray(y, dtype=np.float64)
     h = np.zeros_like(y) if output is None else np.asarray(output, dtype=np.float64)
     return -np.asarray(loss.normaliser(np.ones(y.shape[-1]))) * np.asarray(

@@ -33,7 +33,7 @@ import xarray as xr
 from pydantic import Field
 from scipy.optimize import brentq
 
-from shallowflow import enable_float64
+from shallowflow import enable_full_precision
 from shallowflow import init as inits
 from shallowflow.config import Experiment, experiment_from_mapping
 from shallowflow.curves import first_crossing
@@ -243,7 +243,7 @@ def simulate_closed(P: Fig2Params) -> xr.Dataset:
 
 def simulate(P: Fig2Params, train: Trainer) -> xr.Dataset:
     """Closed form at growing n, then GD at lr and lr/2 on group-initialised networks."""
-    enable_float64()  # the initial networks are built here, before training
+    enable_full_precision()  # the initial networks are built here, before training
     closed = simulate_closed(P)
     return xr.merge([closed, simulate_gd(P, train)], combine_attrs="override")
 
