@@ -63,7 +63,7 @@ class RecordingExecutor:
     def __init__(self):
         from shallowflow.executors import LocalExecutor
 
-        self.local = LocalExecutor()
+        self.local = LocalExecutor(1)  # one batch at a time: results in the batches' order
         self.known: list[int] = []
 
     def check(self):

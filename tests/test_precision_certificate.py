@@ -271,3 +271,27 @@ def test_float32_products_are_full_float32(layout):
     products = [line for line in text.splitlines() if "dot_general" in line]
     assert len(products) >= 2  # the forward product and the back-projection
     assert all("precision = [HIGHEST, HIGHEST]" in line for line in products), products
+
+
+def test_a_caller_that_stops_stops_the_certificate_reruns():
+    """The caller's progress callback raising (the local executor stopping) reaches the reruns
+    after the batch: the step-size certificate's reruns at lr/2 and lr/4 stop at their first
+    segment instead of training to their end."""
+    from shallowflow import experiment
+
+    class Halt(Exception):
+        pass
+
+    calls: list[tuple[int, int]] = []
+
+    def progress(done, total):
+        calls.append((done, total))
+        if len(calls) > 1 and calls[-2] == (total, total):  # called again after the batch's end
+            raise Halt
+
+    exp = experiment_from_mapping({**SPEC, "train": {**SPEC["train"], "steps": 20000,
+                                                     "certify": 2}})
+    batch = experiment.prepare_batch([experiment.RunRef(exp, r) for r in range(2)])
+    with pytest.raises(Halt):
+        experiment.run_batch(batch, progress)
+    assert calls[-1] == calls[-2] == (20000, 20000)  # the bar kept the batch's position

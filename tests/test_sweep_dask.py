@@ -169,8 +169,9 @@ def test_a_failing_batch_is_named_by_key_and_the_others_finish(tmp_path, where):
     with pytest.raises(Stop):  # a sweep folder with its plan and the first batch written
         run_sweep(sw, out, show_progress=False, after_batch=stop)
     blocker = out / "batches" / f"{batches[2].id}.nc"
-    kept = {p.stem for p in (out / "batches").glob("*.nc")}  # the first, and the second if it
-    assert batches[0].id in kept and blocker.stem not in kept  # finished beside it (in flight)
+    # the batch that finished first, and the other one in flight if it finished beside it
+    kept = {p.stem for p in (out / "batches").glob("*.nc")}
+    assert kept and kept <= {b.id for b in batches[:2]}
     (blocker / "in-the-way").mkdir(parents=True)
     with pytest.raises(BatchesFailed) as caught:
         run_sweep(sw, out, resume=True, show_progress=False, **where)

@@ -93,6 +93,7 @@ def test_import_has_no_global_side_effects():
             "import shallowflow, shallowflow.training, shallowflow.cli, shallowflow.reproductions;"
             "shallowflow.reproductions.catalogue();"
             "assert not jax.config.jax_enable_x64, 'x64 switched on at import';"
+            "assert jax.config.jax_default_matmul_precision is None, 'precision set at import';"
             "assert matplotlib.get_backend() == before, 'backend changed at import'")
     env = {**os.environ, "MPLBACKEND": "svg"}  # not the Agg a stray matplotlib.use would pick
     subprocess.run([sys.executable, "-c", code], check=True, env=env)

@@ -85,7 +85,9 @@ class LocalExecutor:
     start (data, initial networks, compilation) and end (records, certificates), and the
     imbalance of its last shard, overlap the next batch's training. Runs are independent and
     shards fixed by the shapes, so results do not depend on ``in_flight``. On an interrupt, or
-    when the caller stops, the batches in flight stop at their next segment."""
+    when the caller stops, the batches in flight stop at their next segment. Batches train in
+    the executor's threads: a caller's thread-local JAX settings (``with
+    jax.default_device(...)`` and the like) do not reach them; ``jax.config.update`` does."""
 
     name = "local"
 

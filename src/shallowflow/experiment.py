@@ -352,24 +352,35 @@ def run_batch(batch: BatchInputs,
               progress: Callable[[int, int], None] | None = None) -> xr.Dataset:
     """Train a prepared batch and return its Dataset, with the certificates its ``train``
     options ask for (:data:`CERTIFICATES`) and its end states. A certificate's reference runs
-    depend on the batch alone; those marked ``beside`` run in a thread while the batch trains."""
+    depend on the batch alone; those marked ``beside`` run in a thread while the batch trains.
+    The reruns stop at their next segment when the batch fails, or when ``progress`` raises
+    (the caller stops: :class:`~shallowflow.executors.LocalExecutor`); they report the batch's
+    last position to it, so the bar shows the batch."""
     stopped = threading.Event()
+    last = [0, 0]  # the batch's last (done, total) steps
 
-    def unless_stopped(done: int, total: int) -> None:  # the beside reruns' progress
+    def batch_progress(done: int, total: int) -> None:
+        last[:] = done, total
+        if progress is not None:
+            progress(done, total)
+
+    def rerun_progress(done: int, total: int) -> None:
         if stopped.is_set():
             raise _Stopped
+        if progress is not None:
+            progress(*last)
 
     with ThreadPoolExecutor(1, thread_name_prefix="shallowflow-certificate") as pool:
-        early = [pool.submit(c.reference, batch, unless_stopped) if c.beside else None
+        early = [pool.submit(c.reference, batch, rerun_progress) if c.beside else None
                  for c in CERTIFICATES]
         try:
-            result = _run_engine(batch, 0, progress)
+            result = _run_engine(batch, 0, batch_progress)
         except BaseException:  # a failure or an interrupt: the reruns stop at their next segment
             stopped.set()
             raise
         ds = to_dataset(batch, result)
         for c, future in zip(CERTIFICATES, early, strict=True):
-            reference = c.reference(batch, None) if future is None else future.result()
+            reference = c.reference(batch, rerun_progress) if future is None else future.result()
             ds = c.attach(ds, batch, result, reference)
     return end_states(ds, batch)
 

@@ -8,8 +8,8 @@ through :func:`plan` and :func:`execute` (docs/architecture.md, "Training"):
    points) and cuts each group into batches of at most ``max_batch`` runs, with a deterministic
    id;
 2. :func:`execute` runs a task on every batch through an executor (in-process by default, see
-   :mod:`shallowflow.executors`) behind one progress display (runs done, and steps of the batch
-   in flight);
+   :mod:`shallowflow.executors`) behind one progress display (runs done, and steps of each
+   batch in flight);
 3. :func:`train` does both and hands back, per experiment, the Dataset of its runs (dims
    ``run, time, neuron, ...``; ``run`` counts that experiment's runs from 0), with the training
    data attached on request;

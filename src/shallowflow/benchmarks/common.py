@@ -209,14 +209,17 @@ def large_gemm_rate(dtype: Any, size: int = LARGE_GEMM, repeats: int = 3) -> flo
 
 TORCH_LOOP = """
 import sys, time, torch
-torch.set_num_threads(1)
 n, d, p, steps, name = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+dev = torch.device(sys.argv[6])
+if dev.type == "cpu":
+    torch.set_num_threads(1)
+sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
 dt = getattr(torch, name)
-g = torch.Generator().manual_seed(0)
-X = torch.randn(n, d, generator=g, dtype=dt) / d ** 0.5
-y = torch.randn(n, generator=g, dtype=dt)
-W = (torch.randn(p, d, generator=g, dtype=dt) / d ** 0.5).requires_grad_()
-a = (torch.randn(p, generator=g, dtype=dt) / p).requires_grad_()
+g = torch.Generator(device=dev).manual_seed(0)
+X = torch.randn(n, d, generator=g, dtype=dt, device=dev) / d ** 0.5
+y = torch.randn(n, generator=g, dtype=dt, device=dev)
+W = (torch.randn(p, d, generator=g, dtype=dt, device=dev) / d ** 0.5).requires_grad_()
+a = (torch.randn(p, generator=g, dtype=dt, device=dev) / p).requires_grad_()
 opt = torch.optim.SGD([W, a], lr=1e-3)
 def step():
     opt.zero_grad()
@@ -225,17 +228,21 @@ def step():
     opt.step()
 for _ in range(10):
     step()
+sync()
 t = time.perf_counter()
 for _ in range(steps):
     step()
+sync()
 print((time.perf_counter() - t) / steps)
 """
 
 
-def torch_loop_rate(n: int, d: int, p: int, dtype: str, steps: int = 200) -> float | None:
-    """GFLOP/s of the authors' kind of loop (one network, autograd, ``torch.optim.SGD``, one
-    thread, in its own process) on data (n, d) and width p, counting the same 4 n d p flops per
-    step as the engine's rates; None without torch."""
+def torch_loop_rate(n: int, d: int, p: int, dtype: str, steps: int = 200,
+                    device: str = "cpu") -> float | None:
+    """GFLOP/s of the authors' kind of loop (one network, autograd, ``torch.optim.SGD``, in its
+    own process; on the CPU one thread) on data (n, d) and width p on ``device`` ("cpu",
+    "cuda"), counting the same 4 n d p flops per step as the engine's rates; None without torch
+    (or, on "cuda", without its CUDA build)."""
     import importlib.util
     import subprocess
     import sys
@@ -243,7 +250,9 @@ def torch_loop_rate(n: int, d: int, p: int, dtype: str, steps: int = 200) -> flo
     if importlib.util.find_spec("torch") is None:
         return None
     done = subprocess.run([sys.executable, "-c", TORCH_LOOP, str(n), str(d), str(p), str(steps),
-                           dtype], capture_output=True, text=True, check=True)
+                           dtype, device], capture_output=True, text=True, check=device == "cpu")
+    if done.returncode != 0:
+        return None
     return 4.0 * n * d * p / float(done.stdout.split()[-1]) / 1e9
 
 

@@ -20,14 +20,12 @@ On a machine without a GPU it records that and measures nothing.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from shallowflow.benchmarks import dana_fig3, throughput
-from shallowflow.benchmarks.common import best_time, finish, machine_info, parser
+from shallowflow.benchmarks.common import best_time, finish, machine_info, parser, torch_loop_rate
 
 DTYPES = ("float64", "float32")
 PER_RUN = (25, 1000)
@@ -36,32 +34,6 @@ DPB_N = 3000
 LARGE_GEMM = 8192
 QUICK = {"per_run": (4,), "shared": (64,), "steps": 20, "gemm_size": 1024, "torch_steps": 20}
 """Keyword arguments of :func:`bench` for a quick run (seconds; not comparable numbers)."""
-
-TORCH_DEVICE_LOOP = """
-import sys, time, torch
-n, d, p, steps, name = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-dt, dev = getattr(torch, name), torch.device("cuda")
-g = torch.Generator(device=dev).manual_seed(0)
-X = torch.randn(n, d, generator=g, dtype=dt, device=dev) / d ** 0.5
-y = torch.randn(n, generator=g, dtype=dt, device=dev)
-W = (torch.randn(p, d, generator=g, dtype=dt, device=dev) / d ** 0.5).requires_grad_()
-a = (torch.randn(p, generator=g, dtype=dt, device=dev) / p).requires_grad_()
-opt = torch.optim.SGD([W, a], lr=1e-3)
-def step():
-    opt.zero_grad()
-    loss = 0.5 * ((torch.relu(X @ W.T) @ a - y) ** 2).mean()
-    loss.backward()
-    opt.step()
-for _ in range(10):
-    step()
-torch.cuda.synchronize()
-t = time.perf_counter()
-for _ in range(steps):
-    step()
-torch.cuda.synchronize()
-print((time.perf_counter() - t) / steps)
-"""
-
 
 def device_gemm_rate(dtype: str, size: int = LARGE_GEMM, precision: str | None = "highest",
                      repeats: int = 5) -> float:
@@ -82,16 +54,6 @@ def shared_rate(runs: int, dtype: str, steps: int, repeats: int = 2) -> float:
     """GFLOP/s of ``simulate`` on ``runs`` networks of the throughput benchmark's shape."""
     cfg, net0, X, y = throughput.setup(runs)
     return throughput.run_engine(cfg, net0, X, y, dtype, steps, repeats)["gflops"]
-
-
-def torch_device_rate(n: int, d: int, p: int, dtype: str, steps: int) -> float | None:
-    """GFLOP/s of the authors' kind of loop (one network) on the GPU, in its own process; None
-    where PyTorch or its CUDA build is missing."""
-    done = subprocess.run([sys.executable, "-c", TORCH_DEVICE_LOOP, str(n), str(d), str(p),
-                           str(steps), dtype], capture_output=True, text=True)
-    if done.returncode != 0:
-        return None
-    return 4.0 * n * d * p / float(done.stdout.split()[-1]) / 1e9
 
 
 def bench(per_run: Sequence[int] = PER_RUN, shared: Sequence[int] = SHARED, steps: int = 300,
@@ -116,7 +78,7 @@ def bench(per_run: Sequence[int] = PER_RUN, shared: Sequence[int] = SHARED, step
                                                          steps=(30, 30 + steps))
                                   for R in per_run}
         row["shared_gflops"] = {R: shared_rate(R, dtype, steps) for R in shared}
-        row["torch_loop_gflops"] = torch_device_rate(DPB_N, dana_fig3.D, p, dtype, torch_steps)
+        row["torch_loop_gflops"] = torch_loop_rate(DPB_N, dana_fig3.D, p, dtype, torch_steps, "cuda")
         rows[dtype] = row
     return {"name": "gpu", "device": info.get("device"), "dpb_shape": [DPB_N, dana_fig3.D, p],
             "shared_shape": [throughput.N, throughput.D, throughput.P], "steps": steps,

@@ -195,15 +195,23 @@ def shards(inputs: Inputs | None, R: int, count: int | None = None,
             for k in range(count)]
 
 
-@functools.cache
+_SLOTS: list[threading.BoundedSemaphore] = []
+_SLOTS_MADE = threading.Lock()
+
+
 def core_slots() -> threading.BoundedSemaphore:
     """The compiled segments that may run at once in this process, one per core it may use
     (made at first use, after a worker has been pinned to its cores). The driver holds a slot
-    from a segment's dispatch until its records are on the host, so the shards of batches
-    trained side by side (:class:`~shallowflow.executors.LocalExecutor`) and a certificate's
-    reruns take turns on the cores instead of time-slicing them, and a batch's start (data,
-    compilation) and end run while another batch's segments keep the cores busy."""
-    return threading.BoundedSemaphore(len(available_cores()))
+    from a segment's dispatch until its records are on the host (all but a shard's first
+    segment, which compiles), so the shards of batches trained side by side
+    (:class:`~shallowflow.executors.LocalExecutor`) and a certificate's reruns take turns on
+    the cores instead of time-slicing them, and a batch's start (data, initial networks,
+    compilation) and end run while another batch's segments keep the cores busy. A batch of
+    one shard takes one slot: XLA still spreads its products over the cores."""
+    with _SLOTS_MADE:
+        if not _SLOTS:
+            _SLOTS.append(threading.BoundedSemaphore(len(available_cores())))
+        return _SLOTS[0]
 
 
 def _is_elementwise(inputs: Inputs) -> bool:

@@ -13,6 +13,7 @@ of :mod:`shallowflow.onedim` (docs/math.md §10).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import threading
@@ -160,7 +161,9 @@ def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs:
     the neurons stepped per run in each segment. Past ``deadline`` (``time.perf_counter()``
     seconds) the running runs end at the last record step ("time"), and their remaining records
     are copies of it, as for any frozen run. ``skip_dead``: before each segment, let the dead
-    neurons leave the step loop (:func:`shallowflow.dynamics.live.choose`)."""
+    neurons leave the step loop (:func:`shallowflow.dynamics.live.choose`). Time spent waiting
+    for a core slot (:func:`~shallowflow.dynamics.compilation.core_slots`) does not count
+    against ``deadline``."""
     R = stop.loss.shape[0]
     total = int(schedule[-1])
     step = to_device(np.int64(0))
@@ -172,6 +175,7 @@ def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs:
     cur_inputs, cur_y, cur_stop, cur_keys = inputs, y, stop, keys
     last: dict[str, np.ndarray] = {}  # full-batch last record, for runs left out of the batch
     per_run_step = np.inf  # measured seconds per run and step (after the compiling segment)
+    waited = 0.0  # seconds waiting for a core slot (other batches' segments): not the budget's
     p = int(np.shape(ref.perp_sq)[1])
     neurons, width, widths = None, p, []  # the neurons stepped (dynamics.live), all at first
     for index, chunk in enumerate(_chunks(schedule, per_call, max(1, total // 50))):
@@ -184,8 +188,12 @@ def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs:
                 neurons, width = to_device(idx), idx.shape[1]
         widths.append(width)
         padded = np.concatenate([chunk, np.full(per_call - len(chunk), chunk[-1], np.int64)])
-        t0, first_step = time.perf_counter(), int(step)
-        with core_slots():  # one compiled segment per core at a time, whatever the batches
+        first_step, asked = int(step), time.perf_counter()
+        # one compiled segment per core at a time, whatever the batches; a shard's first segment,
+        # which compiles its program, runs beside them (compiling takes one core)
+        with contextlib.nullcontext() if index == 0 else core_slots():
+            t0 = time.perf_counter()
+            waited += t0 - asked
             step, state, rec = segment(cfg, step, state, to_device(padded),
                                        to_device(np.int64(len(chunk))), cur_inputs, cur_y,
                                        cur_stop, cur_keys, ref, neurons)
@@ -199,7 +207,7 @@ def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs:
         done += len(chunk)
         if progress is not None:
             progress(int(chunk[-1]), total)
-        if deadline is not None and done < len(schedule) and time.perf_counter() > deadline:
+        if deadline is not None and done < len(schedule) and time.perf_counter() - waited > deadline:
             state = time_out(state, int(chunk[-1]))
         code = np.asarray(state.code)
         if np.all(code != RUNNING) and done < len(schedule):
