@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The GPU checks of issue 14 on a lent GPU machine, in one call (bench/RESULTS.md, "GPU"):
+# The GPU checks of issue 14 on a lent GPU machine, in one call (results: bench/RESULTS.md,
+# "2026-11-27 (second session)"):
 #   1. the dana-fig3 paper preset (variant_runs = 0, as the CPU timings) in float64, then in
 #      certified float32, each with an empty compilation cache, wall time and claims;
 #   2. `python -m shallowflow.benchmarks.gpu` (the engine against the device's large GEMM and a
