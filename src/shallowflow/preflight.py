@@ -19,6 +19,7 @@ is the results. docs/architecture.md, "Before any work".
 
 from __future__ import annotations
 
+import heapq
 import math
 import os
 import shutil
@@ -73,7 +74,7 @@ def estimate(jobs: Sequence[tuple[Experiment, int]], max_batch: int = 4096,
              hold: bool = True) -> Estimate:
     """What training ``runs`` runs of each experiment of ``jobs`` (experiment, runs) needs."""
     held = disk = flops = planned = 0.0
-    workings: list[float] = []  # the largest batches' working sets, IN_FLIGHT of them at most
+    workings: list[float] = []  # one per batch, IN_FLIGHT per job at most
     for exp, runs in jobs:
         b = 4 if exp.train.dtype == "float32" else 8
         n, d, p = exp.data.n_samples, exp.input_dim, exp.model.width
@@ -83,7 +84,7 @@ def estimate(jobs: Sequence[tuple[Experiment, int]], max_batch: int = 4096,
         # per-run data twice: the batch's copy and its shards' (dynamics.compilation.shards)
         working = b * R * (2 * data_run + 8 * p * d + 4 * n * p + T * s) + b * n * (d + 1)
         per_run = b * (T * s + 4 * p * d + 2 * p + data_run)
-        workings = sorted([*workings, *[working] * min(IN_FLIGHT, -(-runs // R))])[-IN_FLIGHT:]
+        workings += [working] * min(IN_FLIGHT, -(-runs // R))
         held += runs * per_run
         planned += runs * PLAN_BYTES_PER_RUN
         disk += runs * per_run + 8 * n * (d + 1)
@@ -91,8 +92,8 @@ def estimate(jobs: Sequence[tuple[Experiment, int]], max_batch: int = 4096,
         flops += 4.0 * n * d * p * steps * runs * reruns
         sampled = min(exp.train.certify_precision, R) * -(-runs // R)  # float64 reruns
         flops += 4.0 * n * d * p * steps * sampled
-    return Estimate(RUNTIME_BYTES + planned + sum(workings) + (2 * held if hold else 0), disk,
-                    flops)
+    in_flight = sum(heapq.nlargest(IN_FLIGHT, workings))  # the batches trained at once
+    return Estimate(RUNTIME_BYTES + planned + in_flight + (2 * held if hold else 0), disk, flops)
 
 
 def _read_int(path: str) -> int | None:
