@@ -168,6 +168,11 @@ def test_dana_fig3_table_against_the_large_gemm_and_pytorch_per_core() -> None:
     assert "Per core 10.0 GFLOP/s, against 8.0" in text and "1.25x" in text
     assert "per-run data, float64" in text
     assert "per-run data, float32" in dana_fig3.table({**r, "dtype": "float32"})
+    # the step alone at its own n, against the PyTorch loop at that n: 45 / 2 / 9 = 2.5x
+    text = dana_fig3.table({**r, "step_gflops": {"sharded": 45.0, "one_thread": 30.0},
+                            "step_n": 3000, "torch_loop_step_n": 9.0})
+    assert "runs at n = 3000" in text and "45.0 GFLOP/s with a shard" in text
+    assert "90% of the large GEMM, 2.50x the PyTorch loop per core at that n" in text
 
 
 def test_gpu_table_ratios_and_its_skip_on_the_cpu() -> None:

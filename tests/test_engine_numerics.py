@@ -320,6 +320,38 @@ def test_per_run_blocks_equal_the_whole_batch(monkeypatch):
     np.testing.assert_allclose(res.records["loss"][4, 4:], refs[4][70], rtol=1e-10)
 
 
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="blocks of runs are CPU-only")
+def test_blocked_segments_copy_no_batch_data(monkeypatch):
+    """A segment of per-run data in blocks of one run reads each run's X and X^T where they lie:
+    X^T is made once per batch (``compilation.prepared``), and no instruction of the compiled
+    segment produces an array the size of the batch's data (a transposition or a copy of all of
+    it, per segment, once cost about two steps per run)."""
+    import re
+
+    from shallowflow.dynamics import compilation
+
+    nR, n, d, p = 3, 40, 8, 5
+    rng = np.random.default_rng(3)
+    X, y = rng.normal(size=(nR, n, d)), rng.normal(size=(nR, n))
+    nets = Network(rng.normal(size=(nR, p)), rng.normal(size=(nR, p, d)) / np.sqrt(d))
+    monkeypatch.setattr(compilation, "PER_RUN_MIN_BYTES", 0)
+    calls = []
+    blocked = compilation._segment_blocked_default
+    monkeypatch.setattr(compilation, "_segment_blocked_default",
+                        lambda *a, **k: calls.append(a) or blocked(*a, **k))
+    simulate(CFG6, nets, X, y, record_schedule(20, every=5), threads=1)
+    cfg, block, *args = calls[-1]
+    inputs = args[4]
+    assert block == 1 and inputs.Xt is not None
+    np.testing.assert_array_equal(np.asarray(inputs.Xt), X.transpose(0, 2, 1))
+    hlo = blocked.lower(cfg, block, *args).compile().as_text()
+    made = re.findall(r"= f64\[([\d,]*)\]\S* (\S+?)\(", hlo)  # (shape, operation) of each array
+    whole = [(shape, op) for shape, op in made
+             if np.prod([int(v) for v in shape.split(",") if v]) == nR * n * d
+             and op not in ("parameter", "bitcast", "get-tuple-element")]
+    assert len(made) > 50 and not whole, whole
+
+
 @pytest.mark.parametrize("layout", ["per_run_blocked", "per_run_batched", "shared",
                                     "shared_blocked"])
 def test_shards_change_nothing(monkeypatch, layout):

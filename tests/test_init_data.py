@@ -452,3 +452,26 @@ def test_given_network_is_the_same_for_every_run(tmp_path):
     net = prepare_batch([RunRef(exp, r) for r in range(3)]).net0
     np.testing.assert_array_equal(np.asarray(net.a), np.broadcast_to(a, (3, 2)))
     np.testing.assert_array_equal(np.asarray(net.W), np.broadcast_to(W, (3, 2, 3)))
+
+
+@pytest.mark.parametrize("scheme", [{"scheme": "dpb"}, {"scheme": "gaussian", "scale": 0.5}])
+def test_a_draw_that_reads_no_sample_compiles_once_for_every_sample_count(scheme):
+    """Schemes that read only d get data with no samples: their networks do not depend on n,
+    and one compiled draw serves batches of every n (each n compiled its own before)."""
+    from shallowflow.config import experiment_from_mapping
+    from shallowflow.experiment import _COMPILED, RunRef, prepare_batch
+
+    def net0(n):
+        exp = experiment_from_mapping({
+            "runs": 2, "data": {"kind": "sphere", "n": n, "d": 3, "per_run": True},
+            "model": {"width": 7}, "init": scheme, "train": {"lr": 0.1, "steps": 1}})
+        return arrays(prepare_batch([RunRef(exp, 0), RunRef(exp, 1)]).net0)
+
+    first = net0(5)
+    for n in (6, 9):
+        for got, want in zip(net0(n), first, strict=True):
+            np.testing.assert_array_equal(got, want)
+    draws = [fn for key, fn in _COMPILED.items()
+             if key.startswith("init") and f'"scheme":"{scheme["scheme"]}"' in key
+             and '"width":7' in key]
+    assert len(draws) == 1 and draws[0]._cache_size() == 1

@@ -258,7 +258,7 @@ def test_float32_products_are_full_float32(layout):
     X = rng.normal(size=(runs, n, d)).astype(np.float32)
     inputs = {"shared": lambda: SharedInputs.of(X[0]),
               "per_run": lambda: PerRunInputs(jnp.asarray(X)),
-              "run": lambda: RunInputs(jnp.asarray(X), jnp.asarray(X.transpose(0, 2, 1).copy()))}[layout]()
+              "run": lambda: RunInputs(jnp.asarray(X[0]), jnp.asarray(X[0].T.copy()))}[layout]()
     y = jnp.asarray(rng.normal(size=(n,) if layout == "shared" else (runs, n)).astype(np.float32))
     a = jnp.asarray(rng.normal(size=(runs, p)).astype(np.float32))
     Wt = jnp.asarray(rng.normal(size=(d, runs, p)).astype(np.float32))

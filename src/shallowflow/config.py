@@ -402,6 +402,9 @@ class _InitBase(_Strict):
 
     given: ClassVar[bool] = False
     """True: a fixed network, the same for every run (not drawn from the run's key)."""
+    reads_samples: ClassVar[bool] = True
+    """False: ``draw`` reads only the input dimension X.shape[-1], so the engine passes it data
+    with no samples, X (0, d), y (0,), and one compiled draw serves every sample count."""
 
     def draw(self, key: Array, p: int, X: Array, y: Array) -> Network:
         """The initial network of one run on data X (n, d) (bias column included), y (n,).
@@ -424,6 +427,8 @@ class DpbInit(_InitBase):
     ``first_layer_scale`` c multiplies W after a is drawn: (a, W) -> (a, c W) (the authors' later
     Experiment-2 protocol takes c = 0.01); c = 1 is the paper's initialisation."""
 
+    reads_samples: ClassVar[bool] = False
+
     scheme: Literal["dpb"]
     first_layer: Literal["gaussian", "uniform"] = "gaussian"
     first_layer_scale: float = Field(1.0, gt=0, description="multiplies W after a is drawn")
@@ -435,6 +440,8 @@ class DpbInit(_InitBase):
 class _Scaled(_InitBase):
     """Schemes homogeneous in their scale lambda: give ``scale`` or its natural log ``log_scale``
     (for scales below the float range, e.g. log_scale = -1000 for lambda = exp(-1000))."""
+
+    reads_samples: ClassVar[bool] = False
 
     scale: float | None = Field(None, gt=0)
     log_scale: float | None = Field(None, lt=700)
@@ -586,6 +593,8 @@ class GroupInit(_InitBase):
 
 class PytorchInit(_InitBase):
     """PyTorch nn.Linear default (He-uniform) for both layers (TBLEL Fig. 6)."""
+
+    reads_samples: ClassVar[bool] = False
 
     scheme: Literal["pytorch"]
 

@@ -183,8 +183,12 @@ def _datasets(refs: Sequence[RunRef], keys: jax.Array | None = None) -> tuple[np
 def _initial_networks(exp: Experiment, init_keys: jax.Array, X: np.ndarray, y: np.ndarray,
                       shared: bool) -> Network:
     """The initial networks of a batch, a (R, p) and W (R, p, d): ``exp.init.draw`` per run key
-    in one compiled, vmapped call; a given network is the same for every run (not drawn)."""
+    in one compiled, vmapped call; a given network is the same for every run (not drawn). A
+    scheme that reads no sample (``reads_samples``) gets data with none, so its compiled draw
+    serves every sample count."""
     spec, p, R = exp.init, exp.model.width, init_keys.shape[0]
+    if not spec.reads_samples:
+        X, y = X[..., :0, :], y[..., :0]
     Xj, yj = jax.device_put(X), jax.device_put(y)  # jnp.asarray would compile a program each
     if spec.given:
         a, W = spec.draw(init_keys[0], p, Xj, yj)

@@ -108,9 +108,12 @@ class SharedInputs(NamedTuple):
 
 
 class PerRunInputs(NamedTuple):
-    """A dataset per run, X (R, n, d) (labels (R, n))."""
+    """A dataset per run, X (R, n, d) (labels (R, n)). ``Xt`` = X^T per run (R, d, n), where
+    blocks of one run read it (:class:`RunInputs`; made once per batch by
+    :func:`~shallowflow.dynamics.compilation.prepared`, not in every segment); None elsewhere."""
 
     X: Array
+    Xt: Array | None = None
 
     @property
     def n(self) -> int:
@@ -144,41 +147,47 @@ class PerRunInputs(NamedTuple):
     canonical = native  # the swap is its own inverse
 
     def take_runs(self, idx: Array) -> PerRunInputs:
-        return PerRunInputs(self.X[idx])
+        return PerRunInputs(self.X[idx], None if self.Xt is None else self.Xt[idx])
 
     per_run = True
 
     def blocks(self, nb: int, block: int) -> PerRunInputs | RunInputs:
         """The inputs of ``nb`` blocks of ``block`` consecutive runs, blocks first (for
-        ``lax.map``): X (nb, block, n, d); blocks of one run as :class:`RunInputs`."""
+        ``lax.map``): X (nb, block, n, d); blocks of one run as :class:`RunInputs` (X (nb, n,
+        d), Xt (nb, d, n))."""
         X = self.X.reshape(nb, block, *self.X.shape[1:])
-        return RunInputs(X, _row_major(jnp.swapaxes(X, 2, 3))) if block == 1 else PerRunInputs(X)
+        if block > 1:
+            return PerRunInputs(X)
+        # one run a block: X (nb, n, d), no axis of length one (whose layout XLA may order
+        # differently from the loop's, copying the whole data in every segment)
+        Xt = _row_major(jnp.swapaxes(self.X, 1, 2)) if self.Xt is None else self.Xt
+        return RunInputs(self.X, Xt)
 
 
 class RunInputs(NamedTuple):
-    """One run's own data, X (1, n, d) (labels (1, n)), and ``Xt`` = X^T (1, d, n).
+    """One run's own data, X (n, d) (labels (1, n)), and ``Xt`` = X^T (d, n).
 
     Sample-space arrays are neuron-major, Z (1, p, n): the forward product is W X^T and the
     back-projection G^T X, both plain row-major GEMMs, which XLA:CPU hands to its GEMM library
     (a product with a transposed operand runs in XLA's own loop; in PerRunInputs' (n, p) order
     the step of DPB's Fig. 3 shape took 1.17x longer in float64, 1.19x in float32,
-    bench/NOTES.md). Used for blocks of one run (``Xt`` made once per segment call): batched
-    products were faster in PerRunInputs' order."""
+    bench/NOTES.md). Used for blocks of one run (``Xt`` made once per batch, see
+    :class:`PerRunInputs`): batched products were faster in PerRunInputs' order."""
 
     X: Array
     Xt: Array
 
     @property
     def n(self) -> int:
-        return self.X.shape[1]
+        return self.X.shape[0]
 
     def pre(self, Wt: Array) -> Array:
         """Z (1, p, n) = W X^T."""
-        return (_row_major(Wt[:, 0, :].T) @ self.Xt[0])[None]
+        return (_row_major(Wt[:, 0, :].T) @ self.Xt)[None]
 
     def post(self, G: Array) -> Array:
         """M (d, 1, p) from G (1, p, n): (G X)^T."""
-        return _row_major(G[0] @ self.X[0]).T[:, None, :]
+        return _row_major(G[0] @ self.X).T[:, None, :]
 
     def labels(self, y: Array) -> Array:
         """Labels (1, n), already run-major."""

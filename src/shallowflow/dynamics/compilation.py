@@ -138,6 +138,18 @@ def _block_size(inputs: Inputs, R: int, p: int) -> int:
     return 0
 
 
+def prepared(inputs: Inputs, R: int, p: int) -> Inputs:
+    """``inputs`` as the segments of a batch of ``R`` runs of ``p`` neurons read them: per-run
+    data advanced in blocks of one run gets each run's X^T beside X, transposed once here (on
+    the host: no program to compile) rather than in every segment, where the transposition and
+    its copy cost about two steps' memory traffic (bench/NOTES.md)."""
+    if (not isinstance(inputs, PerRunInputs) or inputs.Xt is not None
+            or _block_size(inputs, R, p) != 1):
+        return inputs
+    X = np.asarray(inputs.X)
+    return inputs._replace(Xt=jax.device_put(np.ascontiguousarray(X.transpose(0, 2, 1))))
+
+
 def _shared_block(inputs: SharedInputs, p: int) -> int:
     """Runs per block on shared data X (n, d), whatever the batch size (0: not blocked): 4, 2 or
     1 runs, the most whose block has at most ``SHARED_BLOCK_NEURONS`` neurons, provided the

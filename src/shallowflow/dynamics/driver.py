@@ -29,7 +29,7 @@ from jax import Array
 
 from shallowflow.dynamics import live
 from shallowflow.dynamics import rebatch as rb
-from shallowflow.dynamics.compilation import core_slots, segment, shards
+from shallowflow.dynamics.compilation import core_slots, prepared, segment, shards
 from shallowflow.dynamics.config import EngineConfig
 from shallowflow.dynamics.parametrisation import Params, log_shift
 from shallowflow.dynamics.span import project, restore, span_of
@@ -408,6 +408,7 @@ def simulate(
     if not (cfg.coordinates.dead_stay_put and cfg.activation.leak == 0):
         skip_dead = "off"
     parts = shards(inputs, R, threads, net0.a.shape[1])
+    inputs = prepared(inputs, R, net0.a.shape[1])
     state, records, widths = _run_sharded(parts, cfg, state, ref, inputs, y, stop, keys, schedule,
                                           per_call, progress, rebatch, deadline, skip_dead)
     end = _probe_context(cfg, state.params, None, ref)

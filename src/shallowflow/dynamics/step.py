@@ -13,8 +13,9 @@ replacement per run and step, sample weights n/B), taken in the coordinates of t
 in the layout of :mod:`shallowflow.network` (a (R, p), Wt (d, R, p)), so with shared data each
 step is two GEMMs over all R p neurons (:mod:`shallowflow.inputs`).
 
-A segment is a ``lax.scan`` over record points, each advancing a ``lax.while_loop`` of steps to
-the next record step, then evaluating the probes; early stop and divergence follow
+A segment is a loop over its record points (as many iterations as it has points, whatever its
+compiled length), each advancing a ``lax.while_loop`` of steps to the next record step, then
+evaluating the probes; early stop and divergence follow
 :mod:`~shallowflow.dynamics.state`. ``activity_mask`` keeps a persistent mask
 alive &= (<w_j, x_i> > 0), so a pair that became inactive never revives by rounding.
 """
@@ -173,9 +174,7 @@ def segment_body(cfg: EngineConfig, step0: Array, state: EngineState, targets: A
         skips its remaining steps (they would leave every parameter as it is)."""
         return jnp.any(st.code == RUNNING)
 
-    def advance(carry, target_and_index):
-        target, index = target_and_index
-
+    def advance(carry, target):
         def body(c):
             step, st, hint = c
             return step + 1, *_step(cfg, st, step, inputs, y, stop, keys, hint)
@@ -198,19 +197,21 @@ def segment_body(cfg: EngineConfig, step0: Array, state: EngineState, targets: A
         if neurons is not None:
             st = st._replace(params=live.scatter(full.params, st.params, neurons),
                              mask=live.scatter(full.mask, st.mask, neurons))
-        st = _guard(st._replace(backup=full.backup), step)
-        shapes = jax.eval_shape(measure, st, step)
-
-        def skip(st: EngineState, step: Array):  # a padding slot: a zero record, dropped later
-            return st, *jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes[1:])
-
-        st, rec, loss = lax.cond(index < count, measure, skip, st, step)
-        # the next backup: these parameters if they were measured here (not a padding slot,
-        # whose zero loss says nothing) and their loss is finite; else keep the older ones
-        keep_new = jnp.isfinite(loss) & (index < count)
-        st = st._replace(backup=select(keep_new, st.params, st.backup))
+        st, rec, loss = measure(_guard(st._replace(backup=full.backup), step), step)
+        # the next backup: these parameters if their loss is finite; else keep the older ones
+        st = st._replace(backup=select(jnp.isfinite(loss), st.params, st.backup))
         return (step, st), rec
 
-    (step, state), records = lax.scan(advance, (step0, state),
-                                      (targets, jnp.arange(targets.shape[0])))
+    # the records of the first `count` targets, in a loop of that many iterations: the padding
+    # slots (targets[count:]) cost nothing, and their records stay zero (the caller drops them)
+    shapes = jax.eval_shape(lambda c, t: advance(c, t)[1], (step0, state), targets[0])
+    slots = jax.tree_util.tree_map(lambda s: jnp.zeros((targets.shape[0], *s.shape), s.dtype),
+                                   shapes)
+
+    def record_point(index, carry):
+        step, st, out = carry
+        (step, st), rec = advance((step, st), targets[index])
+        return step, st, jax.tree_util.tree_map(lambda o, r: o.at[index].set(r), out, rec)
+
+    step, state, records = lax.fori_loop(0, count, record_point, (step0, state, slots))
     return step, state, records
