@@ -323,7 +323,7 @@ def test_per_run_blocks_equal_the_whole_batch(monkeypatch):
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="blocks of runs are CPU-only")
 def test_blocked_segments_copy_no_batch_data(monkeypatch):
     """A segment of per-run data in blocks of one run reads each run's X and X^T where they lie:
-    X^T is made once per batch (``compilation.prepared``), and no instruction of the compiled
+    X^T is made once per shard (``compilation.prepared``), and no instruction of the compiled
     segment produces an array the size of the batch's data (a transposition or a copy of all of
     it, per segment, once cost about two steps per run)."""
     import re
@@ -339,6 +339,13 @@ def test_blocked_segments_copy_no_batch_data(monkeypatch):
     blocked = compilation._segment_blocked_default
     monkeypatch.setattr(compilation, "_segment_blocked_default",
                         lambda *a, **k: calls.append(a) or blocked(*a, **k))
+    simulate(CFG6, nets, X, y, record_schedule(20, every=5), threads=2)  # shards of 2 runs
+    assert len(calls) >= 2
+    for _, _, _, _, _, _, inputs, *_ in calls:  # every shard's segments get its runs' X^T
+        assert inputs.X.shape == (2, n, d)
+        np.testing.assert_array_equal(np.asarray(inputs.Xt),
+                                      np.asarray(inputs.X).transpose(0, 2, 1))
+    calls.clear()
     simulate(CFG6, nets, X, y, record_schedule(20, every=5), threads=1)
     cfg, block, *args = calls[-1]
     inputs = args[4]

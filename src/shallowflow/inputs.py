@@ -109,7 +109,7 @@ class SharedInputs(NamedTuple):
 
 class PerRunInputs(NamedTuple):
     """A dataset per run, X (R, n, d) (labels (R, n)). ``Xt`` = X^T per run (R, d, n), where
-    blocks of one run read it (:class:`RunInputs`; made once per batch by
+    blocks of one run read it (:class:`RunInputs`; made once per shard of a batch by
     :func:`~shallowflow.dynamics.compilation.prepared`, not in every segment); None elsewhere."""
 
     X: Array
@@ -171,7 +171,7 @@ class RunInputs(NamedTuple):
     back-projection G^T X, both plain row-major GEMMs, which XLA:CPU hands to its GEMM library
     (a product with a transposed operand runs in XLA's own loop; in PerRunInputs' (n, p) order
     the step of DPB's Fig. 3 shape took 1.17x longer in float64, 1.19x in float32,
-    bench/NOTES.md). Used for blocks of one run (``Xt`` made once per batch, see
+    bench/NOTES.md). Used for blocks of one run (``Xt`` made once per shard, see
     :class:`PerRunInputs`): batched products were faster in PerRunInputs' order."""
 
     X: Array

@@ -5,7 +5,7 @@ absurd size is refused in microseconds). For runs trained together in batches of
 ``max_batch`` runs, with n samples, d inputs (bias included), p neurons, T record points (an
 upper bound: linear + geometric + explicit points), S steps and b bytes per number:
 
-    working set of a batch  ~ b R (n d [per-run data] + 8 p d + 4 n p) + b T R s
+    working set of a batch  ~ b R (3 n d [per-run data] + 8 p d + 4 n p) + b T R s
     results per run         ~ b (T s + 4 p d + 2 p) (+ b n (d + 1) per-run data)
     arithmetic              ~ 4 n d p S flops per run (x 7 with the step-size certificate)
 
@@ -81,8 +81,9 @@ def estimate(jobs: Sequence[tuple[Experiment, int]], max_batch: int = 4096,
         T, s, steps = record_points(exp), record_size(exp), exp.train.n_steps
         R = min(runs, max_batch)
         data_run = n * (d + 1) if exp.data.per_run else 0
-        # per-run data twice: the batch's copy and its shards' (dynamics.compilation.shards)
-        working = b * R * (2 * data_run + 8 * p * d + 4 * n * p + T * s) + b * n * (d + 1)
+        # per-run data three times: the batch's copy, its shards' (dynamics.compilation.shards)
+        # and their X^T (dynamics.compilation.prepared)
+        working = b * R * (3 * data_run + 8 * p * d + 4 * n * p + T * s) + b * n * (d + 1)
         per_run = b * (T * s + 4 * p * d + 2 * p + data_run)
         workings += [working] * min(IN_FLIGHT, -(-runs // R))
         held += runs * per_run

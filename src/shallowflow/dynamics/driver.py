@@ -165,6 +165,8 @@ def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs:
     for a core slot (:func:`~shallowflow.dynamics.compilation.core_slots`) does not count
     against ``deadline``."""
     R = stop.loss.shape[0]
+    p = int(np.shape(ref.perp_sq)[1])
+    inputs = prepared(inputs, R, p)  # per shard: no batch-wide copy of X^T
     total = int(schedule[-1])
     step = to_device(np.int64(0))
     pieces: list[dict[str, np.ndarray]] = []
@@ -176,7 +178,6 @@ def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs:
     last: dict[str, np.ndarray] = {}  # full-batch last record, for runs left out of the batch
     per_run_step = np.inf  # measured seconds per run and step (after the compiling segment)
     waited = 0.0  # seconds waiting for a core slot (other batches' segments): not the budget's
-    p = int(np.shape(ref.perp_sq)[1])
     neurons, width, widths = None, p, []  # the neurons stepped (dynamics.live), all at first
     for index, chunk in enumerate(_chunks(schedule, per_call, max(1, total // 50))):
         left = total - int(step)
@@ -408,7 +409,6 @@ def simulate(
     if not (cfg.coordinates.dead_stay_put and cfg.activation.leak == 0):
         skip_dead = "off"
     parts = shards(inputs, R, threads, net0.a.shape[1])
-    inputs = prepared(inputs, R, net0.a.shape[1])
     state, records, widths = _run_sharded(parts, cfg, state, ref, inputs, y, stop, keys, schedule,
                                           per_call, progress, rebatch, deadline, skip_dead)
     end = _probe_context(cfg, state.params, None, ref)
