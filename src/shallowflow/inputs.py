@@ -155,9 +155,8 @@ class PerRunInputs(NamedTuple):
         """The inputs of ``nb`` blocks of ``block`` consecutive runs, blocks first (for
         ``lax.map``): X (nb, block, n, d); blocks of one run as :class:`RunInputs` (X (nb, n,
         d), Xt (nb, d, n))."""
-        X = self.X.reshape(nb, block, *self.X.shape[1:])
         if block > 1:
-            return PerRunInputs(X)
+            return PerRunInputs(self.X.reshape(nb, block, *self.X.shape[1:]))
         # one run a block: X (nb, n, d), no axis of length one (whose layout XLA may order
         # differently from the loop's, copying the whole data in every segment)
         Xt = _row_major(jnp.swapaxes(self.X, 1, 2)) if self.Xt is None else self.Xt

@@ -35,6 +35,7 @@ LARGE_GEMM = 8192
 QUICK = {"per_run": (4,), "shared": (64,), "steps": 20, "gemm_size": 1024, "torch_steps": 20}
 """Keyword arguments of :func:`bench` for a quick run (seconds; not comparable numbers)."""
 
+
 def device_gemm_rate(dtype: str, size: int = LARGE_GEMM, precision: str | None = "highest",
                      repeats: int = 5) -> float:
     """GFLOP/s of ``jnp.matmul`` on two ``size`` x ``size`` matrices on JAX's default device

@@ -204,7 +204,7 @@ def segment_body(cfg: EngineConfig, step0: Array, state: EngineState, targets: A
 
     # the records of the first `count` targets, in a loop of that many iterations: the padding
     # slots (targets[count:]) cost nothing, and their records stay zero (the caller drops them)
-    shapes = jax.eval_shape(lambda c, t: advance(c, t)[1], (step0, state), targets[0])
+    shapes = jax.eval_shape(measure, state, step0)[1]
     slots = jax.tree_util.tree_map(lambda s: jnp.zeros((targets.shape[0], *s.shape), s.dtype),
                                    shapes)
 
