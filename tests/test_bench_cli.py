@@ -147,6 +147,10 @@ def test_benchmark_options_refuse_bad_values_before_any_work(capsys) -> None:
         dana_fig3.main(["--dtype", "float16"])
     assert exit_.value.code == 2
     assert "--dtype" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        dana_fig3.main(["--rounds", "-1"])
+    assert exit_.value.code == 2
+    assert "--rounds: must be >= 0, got -1" in capsys.readouterr().err
 
 
 def test_dana_fig3_table_against_the_large_gemm_and_pytorch_per_core() -> None:
@@ -173,6 +177,14 @@ def test_dana_fig3_table_against_the_large_gemm_and_pytorch_per_core() -> None:
                             "step_n": 3000, "torch_loop_step_n": 9.0})
     assert "runs at n = 3000" in text and "45.0 GFLOP/s with a shard" in text
     assert "90% of the large GEMM, 2.50x the PyTorch loop per core at that n" in text
+    # rounds of the step alone and the large GEMM in turn: 45 / 50 = 90 %, 30 / 60 = 50 %
+    turns = [{"step_gflops": 45.0, "large_gemm_gflops": 50.0},
+             {"step_gflops": 30.0, "large_gemm_gflops": 60.0}]
+    text = dana_fig3.table({**r, "step_n": 3000, "alternated": turns})
+    assert "n = 3000 and the large GEMM measured in turn, 2 round(s)" in text
+    assert "45.0 / 50.0 GFLOP/s (90%), 30.0 / 60.0 GFLOP/s (50%)" in text
+    assert "from 50% to 90% of the large GEMM" in text
+    assert "in turn" not in dana_fig3.table({**r, "alternated": []})
 
 
 def test_gpu_table_ratios_and_its_skip_on_the_cpu() -> None:
