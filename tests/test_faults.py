@@ -171,7 +171,7 @@ def descendants(pid: int) -> list[int]:
 
 
 def _host() -> str:
-    from shallowflow.store import HOST
+    from shallowflow.output import HOST
 
     return HOST
 

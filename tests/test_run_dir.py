@@ -30,7 +30,8 @@ def test_run_directory_round_trip(tmp_path):
     exp = experiment_from_mapping(SPEC)
     ds = run_experiment(exp, tmp_path / "r", show_progress=False)
     names = sorted(p.name for p in (tmp_path / "r").iterdir())
-    assert names == ["config.toml", "data.nc", "params.nc", "provenance.json", "results.nc"]
+    assert names == [".shallowflow", "config.toml", "data.nc", "params.nc", "provenance.json",
+                     "results.nc"]
     loaded = load_run(tmp_path / "r")
     assert loaded["loss"].dims == ("run", "time")
     np.testing.assert_array_equal(loaded["step"].values, [0, 10, 20, 30, 40])

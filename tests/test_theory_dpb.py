@@ -468,7 +468,7 @@ def test_group_problem_from_network_reads_the_setting():
 # -------------------------------------------------------------------------------------- demo
 def test_demo_refuses_an_existing_folder(tmp_path):
     """Without overwrite the demo stops before any training and leaves the folder alone."""
-    from shallowflow.store import OutputExistsError
+    from shallowflow.output import OutputExistsError
 
     out = tmp_path / "demo"
     out.mkdir()
@@ -486,7 +486,7 @@ def test_demo_tiny(tmp_path):
     summary = demo.run_demo(tmp_path / "demo", sizes=sizes, runs=2, show_progress=False)
     folder = tmp_path / "demo"
     assert {p.name for p in folder.iterdir()} == {
-        "pl_curvature.png", "summary.txt", "provenance.json",
+        ".shallowflow", "pl_curvature.png", "summary.txt", "provenance.json",
         *(f"results_n{n}.nc" for n in sizes)}
     assert (folder / "summary.txt").read_text() == summary + "\n"
     for n in sizes:

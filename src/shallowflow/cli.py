@@ -396,8 +396,9 @@ def plot(
 ) -> None:
     """Draw recorded probes of a run directory against flow time."""
     with _guard(lambda: "no figure was written"):
+        from shallowflow.output import atomic_file, exclusive, record_entries
         from shallowflow.plots import plot_probes
-        from shallowflow.store import atomic_file, load_run
+        from shallowflow.store import load_run
 
         ds = load_run(run_dir)
         fig = plot_probes(ds, [p.strip() for p in probes.split(",") if p.strip()])
@@ -408,8 +409,9 @@ def plot(
             raise ValueError(f"--out: {str(target)!r} is a folder; give a .png file name")
         if not target.parent.is_dir():
             raise ValueError(f"--out: the folder of {str(target)!r} does not exist")
-        with atomic_file(target) as tmp:
+        with exclusive(target, "--out"), atomic_file(target) as tmp:
             fig.savefig(tmp, dpi=120, format="png")
+        record_entries(target.parent, [target.name])
     out.print(f"figure written to {target}", highlight=False)
 
 
@@ -430,6 +432,7 @@ def animate_(
     target = target or run_dir / "animation.gif"
     with _guard(lambda: f"nothing was written to {target}"):
         from shallowflow.errors import OutputError, UserError
+        from shallowflow.output import exclusive, record_entries
         from shallowflow.plots.animate import animate
         from shallowflow.store import load_run
 
@@ -438,7 +441,9 @@ def animate_(
             raise UserError(f"--run: {run_dir} holds runs 0..{ds.sizes['run'] - 1} (got {run})")
         if target.exists() and not overwrite:
             raise OutputError(f"--out: {target} exists; pass --overwrite to replace it")
-        animate(ds, target, run=run, fps=fps, max_frames=max_frames)
+        with exclusive(target, "--out"):
+            animate(ds, target, run=run, fps=fps, max_frames=max_frames)
+        record_entries(target.parent, [target.name])
     out.print(f"animation written to {target}", highlight=False)
 
 

@@ -23,8 +23,9 @@ import xarray as xr
 
 from shallowflow.config import Experiment, experiment_from_mapping
 from shallowflow.fits import loglog_slope
+from shallowflow.output import claim
 from shallowflow.preflight import estimate
-from shallowflow.store import atomic_dir, check_output_dir, provenance, write_netcdf
+from shallowflow.store import provenance, write_netcdf
 from shallowflow.theory.good_init import neurons_for  # p(n, eps), docs/math.md §1.4(5)
 from shallowflow.theory.training_budget import budget, threshold  # docs/math.md §1.4(12)
 from shallowflow.training import train
@@ -133,18 +134,20 @@ def demo_summary(sizes: Sequence[int], runs: int, m: DemoMeasures) -> str:
 def run_demo(out: str | Path = "runs/demo", sizes: Sequence[int] = DEMO_SIZES,
              runs: int = DEMO_RUNS, overwrite: bool = False, show_progress: bool = True) -> str:
     """Train the demo, write its folder (figure, per-n results, summary) and return the summary.
-    An existing ``out`` is refused before any work unless ``overwrite``."""
+    An existing ``out`` is refused before any work unless ``overwrite`` and shallowflow made it
+    (:func:`shallowflow.output.claim`)."""
     sizes = list(sizes)
     exps = [demo_experiment(n, runs) for n in sizes]
-    check_output_dir(out, overwrite, estimate([(e, e.runs) for e in exps]).disk)
-    trained = train(exps, label="demo", show_progress=show_progress)
-    results = dict(zip(sizes, trained, strict=True))
-    m = measure(results)
-    summary = demo_summary(sizes, runs, m)
-    with atomic_dir(out, overwrite) as folder:
-        draw_demo(results, m, folder / "pl_curvature.png")
-        for n, ds in results.items():
-            write_netcdf(ds, folder / f"results_n{n}.nc")
-        (folder / "summary.txt").write_text(summary + "\n")
-        (folder / "provenance.json").write_text(json.dumps(provenance(seeds=[0]), indent=2) + "\n")
+    with claim(out, "demo", overwrite, estimate([(e, e.runs) for e in exps]).disk) as place:
+        trained = train(exps, label="demo", show_progress=show_progress)
+        results = dict(zip(sizes, trained, strict=True))
+        m = measure(results)
+        summary = demo_summary(sizes, runs, m)
+        with place.writing() as folder:
+            draw_demo(results, m, folder / "pl_curvature.png")
+            for n, ds in results.items():
+                write_netcdf(ds, folder / f"results_n{n}.nc")
+            (folder / "summary.txt").write_text(summary + "\n")
+            (folder / "provenance.json").write_text(json.dumps(provenance(seeds=[0]), indent=2)
+                                                    + "\n")
     return summary

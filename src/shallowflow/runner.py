@@ -11,18 +11,11 @@ import xarray as xr
 
 from shallowflow.config import Experiment, dump_toml, read_mapping
 from shallowflow.errors import OutputError, UserError
+from shallowflow.output import atomic_file, claim, exclusive, record_entries
 from shallowflow.preflight import check_memory, estimate
 from shallowflow.stationary import certify_dataset, end_table
 from shallowflow.stationary.polish import PolishMethod
-from shallowflow.store import (
-    atomic_dir,
-    atomic_file,
-    check_output_dir,
-    load_run,
-    provenance,
-    write_netcdf,
-    write_run,
-)
+from shallowflow.store import load_run, provenance, write_netcdf, write_run
 from shallowflow.training import train
 
 POLISH_METHODS = ("none", *get_args(PolishMethod))
@@ -36,18 +29,19 @@ def run_experiment(exp: Experiment, out: str | Path, overwrite: bool = False,
     """Train ``exp`` and write its run directory to ``out`` (atomically). Returns the results.
 
     The output location (writable, free space for the estimated results) and the memory are
-    checked before any work (``force``: run despite the estimates); a failure leaves ``out``
-    absent (or, with ``overwrite``, untouched).
+    checked before any work (``force``: run despite the estimates), and the place is held for
+    the whole command (:func:`shallowflow.output.claim`); a failure leaves ``out`` absent (or,
+    with ``overwrite``, untouched). ``overwrite`` replaces only a folder shallowflow made.
     """
     need = estimate([(exp, exp.runs if runs is None else len(runs))])
     check_memory(need, force)
-    check_output_dir(out, overwrite, need.disk, force)
-    (ds,) = train(exp, label=exp.name, show_progress=show_progress, keep_data=True, runs=runs,
-                  force=force)
-    data, ds = ds[list(DATA_VARS)], ds.drop_vars(DATA_VARS)
-    with atomic_dir(out, overwrite) as folder:
-        write_run(folder, ds, data, dump_toml(exp.model_dump(mode="json")),
-                  provenance(seeds=[exp.seed], runs=int(ds.sizes["run"])))
+    with claim(out, "run", overwrite, need.disk, force) as place:
+        (ds,) = train(exp, label=exp.name, show_progress=show_progress, keep_data=True,
+                      runs=runs, force=force)
+        data, ds = ds[list(DATA_VARS)], ds.drop_vars(DATA_VARS)
+        with place.writing() as folder:
+            write_run(folder, ds, data, dump_toml(exp.model_dump(mode="json")),
+                      provenance(seeds=[exp.seed], runs=int(ds.sizes["run"])))
     return ds
 
 
@@ -71,6 +65,11 @@ def certify_run(folder: str | Path, polish: str = "none", at: str = "final",
     if polish not in POLISH_METHODS:
         raise UserError(f"--polish: unknown method (got {polish!r}); allowed: "
                         f"{', '.join(POLISH_METHODS)}")
+    with exclusive(folder / "end_state", "end_state"):
+        return _certify(folder, polish, at, overwrite)
+
+
+def _certify(folder: Path, polish: str, at: str, overwrite: bool) -> xr.Dataset:
     existing = [name for name in END_STATE_FILES if (folder / name).exists()]
     if existing and not overwrite:
         raise OutputError(f"{folder / existing[0]}: exists; pass --overwrite to replace it")
@@ -95,4 +94,5 @@ def certify_run(folder: str | Path, polish: str = "none", at: str = "final",
     write_netcdf(end, folder / "end_state.nc")
     with atomic_file(folder / "end_state.csv") as tmp:
         table.to_csv(tmp, index=False)
+    record_entries(folder, END_STATE_FILES)
     return end

@@ -12,26 +12,17 @@ A run directory holds::
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import platform
-import re
-import shutil
-import socket
 import subprocess
 import sys
-import tempfile
-import uuid
-from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import xarray as xr
 
-from shallowflow.errors import OutputError
-from shallowflow.preflight import check_disk
+from shallowflow.output import atomic_file, write_text
 
 PARAM_VARS = ("a_init", "W_init", "a_final", "W_final", "W", "log_norm_final", "log_abs_a_final")
 ENGINE = "h5netcdf"
@@ -40,12 +31,6 @@ H5_OPTIONS = {"locking": False}
 temporary name of its own and renamed whole, so no reader meets a half-written one; HDF5's locks
 only added failures ("unable to lock file", errno 11: a batch file read while HDF5 still held
 the lock of its writing, with two batches in flight, seen on a GPU machine)."""
-HOST = re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:32] or "host"
-"""This host, as written in temporary names (so a clean-up only judges its own processes)."""
-
-
-class OutputExistsError(OutputError, FileExistsError):
-    """The output folder already exists and would be overwritten."""
 
 
 def git_commit() -> str | None:
@@ -84,102 +69,6 @@ def provenance(seeds: list[int] | None = None, **extra: Any) -> dict[str, Any]:
     }
 
 
-def check_output_dir(out: str | Path, overwrite: bool = False, need: float = 0.0,
-                     force: bool = False) -> Path:
-    """Before any work: refuse an existing output folder (unless ``overwrite``), a place below a
-    file, a place this process cannot write in (probed by creating and removing a folder there)
-    and, unless ``force``, a file system with less free space than ``need`` bytes."""
-    out = Path(out)
-    if out.exists() or out.is_symlink():
-        if not overwrite:
-            raise OutputExistsError(
-                f"out: {str(out)!r} already exists; choose a new folder or pass --overwrite")
-        if not out.is_dir():
-            raise OutputExistsError(f"out: {str(out)!r} exists and is not a folder")
-    base = out.parent
-    while not base.exists() and base != base.parent:
-        base = base.parent
-    if not base.is_dir():
-        raise OutputError(f"out: {str(out)!r} cannot be created: {str(base)!r} is a file, "
-                          "not a folder")
-    try:
-        Path(tempfile.mkdtemp(prefix=f".{out.name}.probe-", dir=base)).rmdir()
-    except OSError as err:
-        raise OutputError(f"out: cannot write in {str(base)!r} ({err.strerror}); choose a "
-                          "writable place") from None
-    check_disk(base, need, force)
-    return out
-
-
-def _owner_alive(name: str) -> bool:
-    """Whether the process that made temporary ``name`` (``...tmp-HOST-PID-XXXX``) still runs;
-    True when it cannot be told (another host, an old name)."""
-    parts = name.rsplit("-", 3)
-    if len(parts) != 4 or parts[1] != HOST or not parts[2].isdigit():
-        return True
-    try:
-        os.kill(int(parts[2]), 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
-
-
-def clean_stale(folder: Path, name: str = "*") -> list[Path]:
-    """Remove the temporary files and folders (``.NAME.tmp-*``) that killed processes of this
-    host left in ``folder``; returns what was removed."""
-    removed = []
-    for tmp in folder.glob(f".{name}.tmp-*") if folder.is_dir() else []:
-        if not _owner_alive(tmp.name):
-            if tmp.is_dir():
-                shutil.rmtree(tmp, ignore_errors=True)
-            else:
-                tmp.unlink(missing_ok=True)
-            removed.append(tmp)
-    return removed
-
-
-def _tmp_name(name: str) -> str:
-    return f".{name}.tmp-{HOST}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-
-
-@contextlib.contextmanager
-def atomic_dir(out: str | Path, overwrite: bool = False) -> Iterator[Path]:
-    """Yield a temporary folder that replaces ``out`` only if the block succeeds. Temporary
-    folders of ``out`` left by killed processes are removed first."""
-    out = check_output_dir(out, overwrite)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    clean_stale(out.parent, out.name)
-    tmp = out.parent / _tmp_name(out.name)
-    tmp.mkdir()
-    try:
-        yield tmp
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    if out.exists():
-        trash = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
-        out.rename(trash)
-        tmp.rename(out)
-        shutil.rmtree(trash, ignore_errors=True)
-    else:
-        tmp.rename(out)
-
-
-@contextlib.contextmanager
-def atomic_file(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; it replaces ``path`` only if the block succeeds."""
-    path = Path(path)
-    tmp = path.with_name(_tmp_name(path.name))
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
 def write_netcdf(ds: xr.Dataset, path: str | Path) -> None:
     """Write ``ds`` to ``path`` atomically (temporary file, then rename), under a local lock.
 
@@ -210,12 +99,6 @@ def read_netcdf(path: str | Path) -> xr.Dataset:
     """Read a netCDF file fully into memory (the file is closed on return)."""
     with open_netcdf(path) as ds:
         return ds.load()
-
-
-def write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically."""
-    with atomic_file(path) as tmp:
-        tmp.write_text(text)
 
 
 def write_run(folder: Path, ds: xr.Dataset, data: xr.Dataset, config_toml: str,

@@ -20,6 +20,7 @@ file is not newer (so a resume of 10^5 finished runs reads no batch file).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import itertools
@@ -45,22 +46,13 @@ from shallowflow.config import (
     read_mapping,
 )
 from shallowflow.errors import BatchesFailed
-from shallowflow.executors import StepCallback, make_executor
+from shallowflow.executors import Executor, StepCallback, make_executor
 from shallowflow.experiment import RunRef
+from shallowflow.output import atomic_file, claim, clean_stale, write_marker, write_text
 from shallowflow.preflight import check_memory, estimate
 from shallowflow.stationary import end_table
 from shallowflow.stationary.verdict import TABLE_FIELDS
-from shallowflow.store import (
-    H5_OPTIONS,
-    atomic_file,
-    check_output_dir,
-    clean_stale,
-    open_netcdf,
-    provenance,
-    read_netcdf,
-    write_netcdf,
-    write_text,
-)
+from shallowflow.store import H5_OPTIONS, open_netcdf, provenance, read_netcdf, write_netcdf
 from shallowflow.training import Batch
 
 
@@ -244,24 +236,41 @@ def run_sweep(sweep: Sweep, out: str | Path, resume: bool = False,
     check_memory(need, force)
     batches = plan(sweep)
     record = _plan_record(sweep, batches)
-    if out.exists():
-        if not resume:
+    with contextlib.closing(runner), \
+            claim(out, "sweep", need=need.disk, force=force, resume=True) as place:
+        if place.existed and not resume:
             raise ConfigError(f"out: {str(out)!r} already exists; pass --resume to continue "
                               "that sweep, or choose a new folder")
-        _check_resumable(out, record)
-        check_output_dir(out, overwrite=True, need=need.disk, force=force)
-        runner.check()
-        clean_stale(out)
-        clean_stale(out / "batches")
-    else:
-        check_output_dir(out, need=need.disk, force=force)
-        runner.check()
-        out.mkdir(parents=True)
-        write_text(out / "plan.json", json.dumps(record, indent=1) + "\n")
-        write_text(out / "sweep.toml", dump_toml({"name": sweep.name, "grid": sweep.grid}))
-        write_text(out / "provenance.json",
-                   json.dumps(provenance(seeds=sorted({p.experiment.seed for p in sweep.points})),
-                              indent=2, default=str) + "\n")
+        if place.existed:
+            _check_resumable(out, record)
+            runner.check()
+            clean_stale(out)
+            clean_stale(out / "batches")
+        else:
+            runner.check()
+            _start(out, sweep, record)
+        return _run_pending(sweep, out, batches, runner, show_progress, after_batch)
+
+
+SWEEP_ENTRIES = ("plan.json", "sweep.toml", "provenance.json", "batches", "summary.parquet")
+"""What a sweep folder holds (its marker lists them: :mod:`shallowflow.output`)."""
+
+
+def _start(out: Path, sweep: Sweep, record: dict[str, Any]) -> None:
+    """Make a new sweep folder: its plan, spec, provenance and marker."""
+    out.mkdir()
+    write_text(out / "plan.json", json.dumps(record, indent=1) + "\n")
+    write_text(out / "sweep.toml", dump_toml({"name": sweep.name, "grid": sweep.grid}))
+    write_text(out / "provenance.json",
+               json.dumps(provenance(seeds=sorted({p.experiment.seed for p in sweep.points})),
+                          indent=2, default=str) + "\n")
+    (out / "batches").mkdir()
+    write_marker(out, "sweep", SWEEP_ENTRIES)
+
+
+def _run_pending(sweep: Sweep, out: Path, batches: list[Batch], runner: Executor,
+                 show_progress: bool, after_batch: Callable[[str], None] | None) -> pd.DataFrame:
+    """Run the batches of ``sweep`` that ``out`` does not hold yet, then summarise."""
     (out / "batches").mkdir(exist_ok=True)
     pending, done_runs = training.unfinished(batches, out / "batches")
     task = functools.partial(write_batch, out)
@@ -280,8 +289,6 @@ def run_sweep(sweep: Sweep, out: str | Path, resume: bool = False,
     except BatchesFailed:
         _wrap_up(out)  # the summary of what finished; --resume runs the failed batches
         raise
-    finally:
-        runner.close()
     return _wrap_up(out)
 
 

@@ -41,9 +41,10 @@ from shallowflow.config import DIGEST, Experiment
 from shallowflow.errors import BatchesFailed
 from shallowflow.executors import Executor, Failure, LocalExecutor, StepCallback
 from shallowflow.experiment import RunRef, batch_data, prepare_batch, run_batch, static_signature
+from shallowflow.output import clean_stale
 from shallowflow.preflight import check_memory, estimate
 from shallowflow.progress import make_progress
-from shallowflow.store import clean_stale, read_netcdf, write_netcdf
+from shallowflow.store import read_netcdf, write_netcdf
 
 R = TypeVar("R")
 

@@ -11,7 +11,7 @@ frame a full redraw gives. A GIF is written by :class:`StreamingGifWriter` (Pill
 program; matplotlib's ``PillowWriter`` keeps every frame in memory until the end); an MP4 by
 :class:`StreamingFFMpegWriter` (matplotlib's ``FFMpegWriter`` fed rendered frames) with the
 ffmpeg binary of ``imageio-ffmpeg`` (the optional extra ``video``). The file appears atomically
-(:func:`shallowflow.store.atomic_file`).
+(:func:`shallowflow.output.atomic_file`).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from shallowflow.errors import UserError
+from shallowflow.output import atomic_file
 from shallowflow.plots.polar import RunPanels
-from shallowflow.store import atomic_file
 
 FORMATS = (".gif", ".mp4")
 VIDEO_EXTRA = "video"

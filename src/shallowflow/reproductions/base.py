@@ -38,16 +38,10 @@ from shallowflow import enable_full_precision
 from shallowflow.certificate import DEFAULT_PRECISION, Precision
 from shallowflow.config import ConfigError, format_validation_error, split_override
 from shallowflow.executors import Executor
+from shallowflow.output import claim, write_text
 from shallowflow.reproductions import report
 from shallowflow.reproductions.claims import Claim, to_json
-from shallowflow.store import (
-    atomic_dir,
-    check_output_dir,
-    provenance,
-    read_netcdf,
-    write_netcdf,
-    write_text,
-)
+from shallowflow.store import provenance, read_netcdf, write_netcdf
 from shallowflow.training import Trainer, trainer
 
 RESULTS = "results.nc"
@@ -215,25 +209,25 @@ def run_reproduction(name: str, out: str | Path, preset: str = "quick",
     (:class:`~shallowflow.certificate.Precision`); the report says which, with the verdict."""
     rep = _lookup(name)
     params = resolve_params(rep, preset, overrides)
-    check_output_dir(out, overwrite)
-    enable_full_precision()
-    store = batch_store(out)
-    if not resume:
-        shutil.rmtree(store, ignore_errors=True)
-    start = time.perf_counter()
-    try:
-        with atomic_dir(out, overwrite) as folder:
-            train = trainer(show_progress, executor, force, store, precision)
-            write_netcdf(rep.simulate(params, train), folder / RESULTS)
-            ds = read_netcdf(folder / RESULTS)
-            distances = np.concatenate(train.distances) if train.distances else None
-            claims = _finish(rep, folder, ds, params, preset, time.perf_counter() - start,
-                             precision.describe(distances), {})
-    except BaseException:
-        if not stored_batches(out):  # nothing to resume from: leave nothing behind
+    with claim(out, "reproduction", overwrite) as place:
+        enable_full_precision()
+        store = batch_store(out)
+        if not resume:
             shutil.rmtree(store, ignore_errors=True)
-        raise
-    shutil.rmtree(store, ignore_errors=True)
+        start = time.perf_counter()
+        try:
+            with place.writing() as folder:
+                train = trainer(show_progress, executor, force, store, precision)
+                write_netcdf(rep.simulate(params, train), folder / RESULTS)
+                ds = read_netcdf(folder / RESULTS)
+                distances = np.concatenate(train.distances) if train.distances else None
+                claims = _finish(rep, folder, ds, params, preset, time.perf_counter() - start,
+                                 precision.describe(distances), {})
+        except BaseException:
+            if not stored_batches(out):  # nothing to resume from: leave nothing behind
+                shutil.rmtree(store, ignore_errors=True)
+            raise
+        shutil.rmtree(store, ignore_errors=True)
     return Path(out), claims
 
 
@@ -260,13 +254,14 @@ def rejudge(name: str, source: str | Path, out: str | Path,
         raise ConfigError(f"--from: {str(source)!r} holds reproduction "
                           f"{saved.get('reproduction')!r}, not {name!r}")
     params = _validate(rep, saved.get("params", {}), f"{saved_file}")
-    check_output_dir(out, overwrite)
-    start = time.perf_counter()
-    ds = read_netcdf(results)
-    with atomic_dir(out, overwrite) as folder:
-        write_netcdf(ds, folder / RESULTS)
-        claims = _finish(rep, folder, ds, params, saved.get("preset", "?"),
-                         time.perf_counter() - start,
-                         saved.get("precision", DEFAULT_PRECISION.describe()),
-                         {"rejudged_from": source.name, "simulation_wall_s": saved.get("wall_s")})
+    with claim(out, "reproduction", overwrite) as place:
+        start = time.perf_counter()
+        ds = read_netcdf(results)
+        with place.writing() as folder:
+            write_netcdf(ds, folder / RESULTS)
+            claims = _finish(rep, folder, ds, params, saved.get("preset", "?"),
+                             time.perf_counter() - start,
+                             saved.get("precision", DEFAULT_PRECISION.describe()),
+                             {"rejudged_from": source.name,
+                              "simulation_wall_s": saved.get("wall_s")})
     return Path(out), claims
