@@ -8,8 +8,9 @@ import itertools
 import pytest
 
 from shallowflow.config import experiment_from_mapping
+from shallowflow.errors import human
 from shallowflow.experiment import schedule_of
-from shallowflow.preflight import estimate, human, record_points, record_size
+from shallowflow.preflight import estimate, record_points, record_size
 from shallowflow.progress import LineProgress
 from shallowflow.runner import run_experiment
 

@@ -55,6 +55,15 @@ REPORT = ("this is a bug in shallowflow, not in your input: please report it to 
           "with the command and the traceback above")
 
 
+def human(nbytes: float) -> str:
+    """Bytes as B, KiB, MiB, GiB, TiB, PiB or EiB."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(nbytes) < 1024:
+            return f"{nbytes:.3g} {unit}"
+        nbytes /= 1024
+    return f"{nbytes:.3g} EiB"
+
+
 def error_lines(err: BaseException) -> list[str]:
     """The lines of a user error's message, each to be printed after ``error: ``."""
     return [line.strip() for line in str(err).splitlines() if line.strip()] or [type(err).__name__]

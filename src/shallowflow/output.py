@@ -37,8 +37,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from shallowflow.errors import OutputError
-from shallowflow.preflight import check_disk
+from shallowflow.errors import OutputError, ResourceError, human
 
 MARKER = ".shallowflow"
 """The marker file of a folder shallowflow made: JSON ``{"made_by": "shallowflow", "kind":
@@ -189,6 +188,16 @@ def check_output_dir(out: str | Path, overwrite: bool = False, need: float = 0.0
                           "writable place") from None
     check_disk(base, need, force)
     return out
+
+
+def check_disk(folder: Path, need: float, force: bool = False) -> None:
+    """Refuse writing about ``need`` bytes under ``folder`` (an existing folder) when its file
+    system has less free space, unless ``force``."""
+    free = shutil.disk_usage(folder).free
+    if need > free and not force:
+        raise ResourceError(
+            f"out: the results need about {human(need)}, {str(folder)!r} has {human(free)} free; "
+            "free some space, choose another place, record less, or pass --force to try anyway")
 
 
 def owner_alive(name: str) -> bool:

@@ -22,13 +22,12 @@ from __future__ import annotations
 import heapq
 import math
 import os
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from shallowflow.errors import ResourceError
+from shallowflow.errors import ResourceError, human
 from shallowflow.executors import IN_FLIGHT
 from shallowflow.probes import DIM_LABELS, PROBES
 
@@ -126,15 +125,6 @@ def available_memory() -> float:
     return free
 
 
-def human(nbytes: float) -> str:
-    """Bytes as B, KiB, MiB, GiB, TiB, PiB or EiB."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if abs(nbytes) < 1024:
-            return f"{nbytes:.3g} {unit}"
-        nbytes /= 1024
-    return f"{nbytes:.3g} EiB"
-
-
 def check_memory(est: Estimate, force: bool = False) -> None:
     """Refuse (:class:`ResourceError`) work whose memory estimate exceeds what is available,
     unless ``force``."""
@@ -144,13 +134,3 @@ def check_memory(est: Estimate, force: bool = False) -> None:
             f"memory: this job needs about {human(est.memory)} of memory, the machine has "
             f"{human(free)} available; make it smaller (fewer runs, record points or probes, a "
             "smaller width or max_batch), or pass --force to try anyway")
-
-
-def check_disk(folder: Path, need: float, force: bool = False) -> None:
-    """Refuse writing about ``need`` bytes under ``folder`` (an existing folder) when its file
-    system has less free space, unless ``force``."""
-    free = shutil.disk_usage(folder).free
-    if need > free and not force:
-        raise ResourceError(
-            f"out: the results need about {human(need)}, {str(folder)!r} has {human(free)} free; "
-            "free some space, choose another place, record less, or pass --force to try anyway")
