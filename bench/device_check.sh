@@ -3,7 +3,7 @@
 # "2026-11-27 (second session)"):
 #   1. the dana-fig3 paper preset (variant_runs = 0, as the CPU timings) in float64, then in
 #      certified float32, each with an empty compilation cache, wall time and claims;
-#   2. `python -m shallowflow.benchmarks.gpu` (the engine against the device's large GEMM and a
+#   2. `python bench/bench_gpu.py` (the engine against the device's large GEMM and a
 #      PyTorch loop on the same GPU);
 #   3. the test suite on the GPU, in the time left (the log tells which tests ran).
 # Run from the repository root, after the Python packages the machine lacks are installed
@@ -56,7 +56,7 @@ want paper64 && preset paper64 "${CAP64:-170}"
 want paper32 && preset paper32 "${CAP32:-150}" --dtype float32 --certify-precision 1
 if want bench; then
   log "gpu benchmark"
-  timeout 150 python3 -m shallowflow.benchmarks.gpu --out "$OUT" >"$OUT/gpu.log" 2>&1
+  timeout 150 python3 bench/bench_gpu.py --out "$OUT" >"$OUT/gpu.log" 2>&1
   log "gpu benchmark: rc $?"
   tail -n 20 "$OUT/gpu.log"
 fi

@@ -4,13 +4,18 @@ changes no global state; the entry points and this file switch float64 on explic
 import json
 import os
 import re
+import sys
 import tempfile
+from pathlib import Path
 
 import shallowflow
 from shallowflow.compile_cache import ENV
 from shallowflow.reproductions.claims import VERDICTS
 
 shallowflow.enable_full_precision()
+# the development benchmarks (bench/bench_NAME.py, bench/dev_suite.py) are modules of the
+# repository's bench/, not of the package: their tests import them from there
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 # the command line keeps compiled programs on disk: here in a folder of this test process, never
 # in the user's cache (removed when the process ends)
 _CACHE = tempfile.TemporaryDirectory(prefix="shallowflow-xla-")

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from shallowflow.benchmarks import gpu, throughput, tiny
-from shallowflow.benchmarks.command import bench
-from shallowflow.benchmarks.suite import BENCHMARKS
+import bench_gpu as gpu
+from dev_suite import BENCHMARKS, bench
+from shallowflow.benchmarks import throughput, tiny
 
 NAMES = ["throughput", "tiny", "reduced", "town_fig1", "limit_process", "dana_fig3", "presets",
          "onedim", "stationary", "startup", "executors", "gpu"]
@@ -96,7 +96,7 @@ def test_startup_bench_runs_the_processes_it_names(monkeypatch) -> None:
     """The start-up benchmark's processes (not run here: tests/test_compile_cache.py runs real
     cold and warm processes): without the cache, then cold on a new folder, then warm on the
     same folder, for the 1-step and the full run; the table names each (no timed assertion)."""
-    from shallowflow.benchmarks import startup
+    import bench_startup as startup
     from shallowflow.compile_cache import ENV
 
     calls: list[tuple[list[str], str | None]] = []
@@ -123,7 +123,7 @@ def test_executors_bench_runs_and_tabulates(tmp_path: Path) -> None:
     """The many-networks benchmark at a tiny size: every executor ran all networks with equal
     results (no timed assertion)."""
     pytest.importorskip("dask.distributed")
-    from shallowflow.benchmarks import executors
+    import bench_executors as executors
 
     r = executors.bench(networks=16, steps=5, max_batch=4, fig4=0, overhead_batches=3)
     assert r["sweep"]["equal_results"] is True
@@ -139,7 +139,8 @@ def test_executors_bench_runs_and_tabulates(tmp_path: Path) -> None:
 def test_benchmark_options_refuse_bad_values_before_any_work(capsys) -> None:
     """An unknown dana-fig4 preset is refused before the sweeps run; the dana_fig3 script's
     --dtype names the option and what is allowed (argparse: exit code 2)."""
-    from shallowflow.benchmarks import dana_fig3, executors
+    import bench_dana_fig3 as dana_fig3
+    import bench_executors as executors
 
     with pytest.raises(ValueError, match=r"--fig4-preset.*quick.*got 'huge'"):
         executors.bench(networks=10**9, only="local", fig4_preset="huge")
@@ -156,7 +157,7 @@ def test_benchmark_options_refuse_bad_values_before_any_work(capsys) -> None:
 def test_dana_fig3_table_against_the_large_gemm_and_pytorch_per_core() -> None:
     """20 useful GFLOP/s on 2 cores: 40 % of a 50 GFLOP/s large GEMM; 10 per core against a
     PyTorch loop's 8: 1.25x."""
-    from shallowflow.benchmarks import dana_fig3
+    import bench_dana_fig3 as dana_fig3
 
     row = {"n": 100, "p": 10, "converged": 1.0, "mean_steps": 5, "budget": 10, "wall_s": 1.0}
     r = {"ns": [100], "runs": 4, "rebatch": {"rows": [row], "wall_s": 1.0, "gflops": 20.0},
@@ -200,3 +201,26 @@ def test_gpu_table_ratios_and_its_skip_on_the_cpu() -> None:
     skipped = gpu.bench(**gpu.QUICK)
     assert skipped["skipped"] and "results" not in skipped
     assert gpu.table(skipped).startswith("GPU benchmark skipped")
+
+
+def test_the_package_measures_the_machine_and_names_where_the_others_went(tmp_path: Path) -> None:
+    """``shallowflow bench`` runs the package's benchmarks (the machine measurement); a
+    development benchmark is refused, before anything runs, with the script that runs it; every
+    development benchmark is one of bench/ (and the package imports no reproduction)."""
+    from typer.testing import CliRunner
+
+    from shallowflow.benchmarks import suite
+    from shallowflow.cli import app
+
+    assert list(suite.BENCHMARKS) == ["throughput", "tiny"]
+    assert [n for n in BENCHMARKS if n not in suite.BENCHMARKS] == list(suite.DEVELOPMENT)
+    listed = CliRunner().invoke(app, ["bench", "--list"])
+    assert listed.exit_code == 0
+    assert [line.split()[0] for line in listed.output.splitlines()] == ["throughput", "tiny"]
+    moved = CliRunner().invoke(app, ["bench", "tiny", "dana_fig3", "--out", str(tmp_path / "r")])
+    assert moved.exit_code == 2
+    assert "dana_fig3 is a development benchmark: run bench/bench_dana_fig3.py" in \
+        " ".join(moved.output.split())
+    assert not (tmp_path / "r").exists()
+    package = Path(suite.__file__).parent
+    assert not any("shallowflow.reproductions" in f.read_text() for f in package.glob("*.py"))

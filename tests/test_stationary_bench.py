@@ -1,9 +1,9 @@
-"""benchmarks.stationary: the table of a synthetic result (no timing) and its registration."""
+"""bench/bench_stationary.py: the table of a synthetic result (no timing) and its registration."""
 
 from __future__ import annotations
 
-from shallowflow.benchmarks import stationary
-from shallowflow.benchmarks.suite import BENCHMARKS
+import bench_stationary as stationary
+from dev_suite import BENCHMARKS
 
 
 def _row(p: int, dense: float | None, lanczos: float) -> dict:

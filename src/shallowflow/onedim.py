@@ -44,8 +44,8 @@ from shallowflow.network import BatchGradient
 MIN_SAMPLES = 32
 """Automatic choice (:func:`pays`): at least this many points ... (the dense step's cost grows
 with n, the bucketed one's hardly: on 2 CPU cores the crossover lies between n = 3, where the
-bucketed step is 1-2.5x slower, and n = 40, where it is 4-13x faster; ``shallowflow bench
-onedim``)"""
+bucketed step is 1-2.5x slower, and n = 40, where it is 4-13x faster;
+bench/bench_onedim.py)"""
 MIN_PAIRS = 50_000
 """... and at least this many (point, neuron) pairs per run (below, both steps take microseconds)."""
 
@@ -56,7 +56,7 @@ NOTE = ("onedim: inputs (x, 1): using the exact bucketed step for one-dimensiona
 
 def pays(n: int, width: int) -> bool:
     """Whether the bucketed step is faster than the dense one for n points and p = ``width``
-    neurons (on the CPU; measured by ``shallowflow bench onedim``)."""
+    neurons (on the CPU; measured by bench/bench_onedim.py)."""
     return n >= MIN_SAMPLES and n * width >= MIN_PAIRS
 
 
@@ -122,7 +122,7 @@ def cells(inputs: OneDimInputs, Wt: Array) -> Array:
     Elementwise, so the engine computes it in the pass that updates the parameters and hands it
     to the next step as its ``hint``: the division then never sits inside the search's gathers,
     which XLA:CPU would otherwise fuse into one scalar loop (a 1.5x faster step at m = 200 000,
-    n = 40; ``shallowflow bench onedim``)."""
+    n = 40; bench/bench_onedim.py)."""
     w, b = Wt[0], Wt[1]
     last = inputs.window.shape[1] - 1.0
     q = (b / w) * -inputs.inv_h + (1.0 - inputs.x0 * inputs.inv_h)

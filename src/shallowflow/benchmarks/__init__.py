@@ -1,8 +1,8 @@
-"""Benchmarks of the engine (throughput against numpy's GEMM rate, a tiny run against plain
-PyTorch, the reduced engine, Town et al. Fig. 1, Algorithm 1, the DPB Fig. 3 protocol and the
-reproduction presets): ``shallowflow bench``, ``make bench`` (bench/run_all.py, which also writes
-bench/RESULTS.md) or ``python -m shallowflow.benchmarks.NAME``.
+"""``shallowflow bench``: measure this machine (the engine's batched throughput against numpy's
+GEMM rates, a long tiny run against plain PyTorch), or ``python -m shallowflow.benchmarks.NAME``.
 
 :mod:`.suite` holds the registry and runs the suite, :mod:`.command` is what the command line
-calls, :mod:`.common` the shared helpers (machine info, timing, roofline, JSON output).
+calls, :mod:`.common` the shared helpers (machine info, timing, roofline, JSON output). The
+development benchmarks (paper presets, the DPB Fig. 3 step study, executors, the GPU, ...) live in
+the repository's bench/ (bench/bench_NAME.py; all of them: ``make bench``), on these helpers.
 """

@@ -301,7 +301,8 @@ def run_with_options(name: str, doc: str, bench: Callable[..., dict[str, Any]],
                      argv: list[str] | None, out: Path | None) -> dict[str, Any]:
     """``main`` of a benchmark whose keyword arguments are options: ``options`` maps each
     keyword of ``bench`` to its default (``--max-batch`` for ``max_batch``, typed like the
-    default); parse ``argv``, run, then :func:`finish` under ``name``; returns the result."""
+    default; empty: ``--out`` only); parse ``argv``, run, then :func:`finish` under ``name``;
+    returns the result."""
     ap = parser(doc, out)
     for key, default in options.items():
         ap.add_argument("--" + key.replace("_", "-"), type=type(default), default=default)
@@ -311,13 +312,3 @@ def run_with_options(name: str, doc: str, bench: Callable[..., dict[str, Any]],
     finish(name, result, table, folder)
     return result
 
-
-def run_alone(name: str, doc: str, bench: Callable[[], dict[str, Any]],
-              table: Callable[[dict[str, Any]], str], argv: list[str] | None,
-              out: Path | None) -> dict[str, Any]:
-    """``main`` of a benchmark with no options but ``--out``: parse ``argv`` (:func:`parser`),
-    run ``bench()``, then :func:`finish` under ``name``; returns the result."""
-    args = parser(doc, out).parse_args(argv)
-    result = bench()
-    finish(name, result, table, args.out)
-    return result

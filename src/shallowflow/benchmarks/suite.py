@@ -1,4 +1,4 @@
-"""The benchmark suite: the registry of benchmarks and the logic that runs them one after another.
+"""The suite ``shallowflow bench`` runs: the registry of benchmarks and the logic that runs them.
 
 Each benchmark module has ``bench(**kwargs) -> dict`` (the raw numbers, JSON-able), ``table(result)
 -> str`` (markdown) and ``QUICK`` (keyword arguments of ``bench`` for a run of seconds). Timings
@@ -6,39 +6,22 @@ are wall-clock best-of-k with compilation excluded, so run on an otherwise idle 
 each benchmark :func:`wait_for_quiet` waits (up to ``max_wait`` seconds) until other processes
 keep fewer than ``max_busy`` cores busy, and the CPU time other processes used while it ran is
 printed under its table (:class:`~shallowflow.benchmarks.common.ForeignLoad`).
+
+The package holds the machine measurement (:data:`BENCHMARKS`); the development benchmarks
+(:data:`DEVELOPMENT`) live in the repository's bench/, whose suite passes its own registry as
+``benchmarks`` to the functions here.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from shallowflow.benchmarks import (
-    dana_fig3,
-    executors,
-    gpu,
-    limit_process,
-    onedim,
-    presets,
-    reduced,
-    startup,
-    stationary,
-    throughput,
-    tiny,
-    town_fig1,
-)
-from shallowflow.benchmarks.common import (
-    ForeignLoad,
-    load_average,
-    machine_info,
-    machine_line,
-    read_json,
-    write_json,
-)
+from shallowflow.benchmarks import throughput, tiny
+from shallowflow.benchmarks.common import ForeignLoad, load_average, read_json, write_json
 
 
 class Benchmark(NamedTuple):
@@ -55,26 +38,14 @@ BENCHMARKS: dict[str, Benchmark] = {
     "throughput": Benchmark("Batched throughput", throughput.bench, throughput.table,
                             throughput.QUICK),
     "tiny": Benchmark("Long tiny run vs PyTorch", tiny.bench, tiny.table, tiny.QUICK),
-    "reduced": Benchmark("Reduced vs dense engine on orthogonal data", reduced.bench,
-                         reduced.table, reduced.QUICK),
-    "town_fig1": Benchmark("Town et al. Figure 1", town_fig1.bench, town_fig1.table,
-                           town_fig1.QUICK),
-    "limit_process": Benchmark("Algorithm 1 (limit process)", limit_process.bench,
-                               limit_process.table, limit_process.QUICK),
-    "dana_fig3": Benchmark("DPB Figure 3 protocol and re-batching", dana_fig3.bench,
-                           dana_fig3.table, dana_fig3.QUICK),
-    "presets": Benchmark("Reproduction presets", presets.bench, presets.table, presets.QUICK),
-    "onedim": Benchmark("One-dimensional inputs with a bias: bucketed vs dense step",
-                        onedim.bench, onedim.table, onedim.QUICK),
-    "stationary": Benchmark("End-state verdict (stationary points)", stationary.bench,
-                            stationary.table, stationary.QUICK),
-    "startup": Benchmark("Start-up and the compilation cache", startup.bench, startup.table,
-                         startup.QUICK),
-    "executors": Benchmark("Many small networks: in-process and Dask workers", executors.bench,
-                           executors.table, executors.QUICK),
-    "gpu": Benchmark("The engine on a GPU", gpu.bench, gpu.table, gpu.QUICK),
 }
-"""The suite, in the order it runs (and RESULTS.md lists it)."""
+"""What ``shallowflow bench`` runs to measure a machine, in this order: the engine's throughput
+against numpy's GEMM rates, and a long tiny run against plain PyTorch."""
+
+DEVELOPMENT = ("reduced", "town_fig1", "limit_process", "dana_fig3", "presets", "onedim",
+               "stationary", "startup", "executors", "gpu")
+"""The development benchmarks, not in the package: each runs as bench/bench_NAME.py of the
+repository (all of them: bench/run_all.py)."""
 
 EARLIER = "earlier run"
 """``Section.before`` of a section built from earlier raw numbers."""
@@ -95,13 +66,18 @@ class Section:
         return f"## {self.title}\n\n{self.markdown}{tail}"
 
 
-def check_names(names: Sequence[str]) -> list[str]:
-    """``names`` without repeats, in their order; ValueError naming the allowed names if one is
-    not a benchmark."""
-    unknown = [n for n in names if n not in BENCHMARKS]
+def check_names(names: Sequence[str],
+                benchmarks: Mapping[str, Benchmark] = BENCHMARKS) -> list[str]:
+    """``names`` without repeats, in their order; ValueError if one is not in ``benchmarks``:
+    naming the allowed names, or, for a development benchmark, the script that runs it."""
+    unknown = [n for n in names if n not in benchmarks and n not in DEVELOPMENT]
     if unknown:
         raise ValueError(f"unknown benchmark {', '.join(map(repr, unknown))}: choose from "
-                         f"{', '.join(BENCHMARKS)}")
+                         f"{', '.join(benchmarks)}")
+    moved = [n for n in names if n not in benchmarks]
+    if moved:
+        raise ValueError("; ".join(f"{n} is a development benchmark: run bench/bench_{n}.py in "
+                                   "shallowflow's repository" for n in dict.fromkeys(moved)))
     return list(dict.fromkeys(names))
 
 
@@ -127,10 +103,11 @@ def wait_for_quiet(max_busy: float, max_wait_s: float, window_s: float = 3.0) ->
 
 
 def run_one(name: str, out: Path, max_busy: float = 0.3, max_wait: float = 120.0,
-            quick: bool = False, options: Mapping[str, Any] | None = None) -> Section:
-    """Wait for a quiet machine, run benchmark ``name`` (with its quick keyword arguments if
-    ``quick``, then ``options``), write its raw numbers to ``out/<name>.json``."""
-    bm = BENCHMARKS[check_names([name])[0]]
+            quick: bool = False, options: Mapping[str, Any] | None = None,
+            benchmarks: Mapping[str, Benchmark] = BENCHMARKS) -> Section:
+    """Wait for a quiet machine, run benchmark ``name`` of ``benchmarks`` (with its quick keyword
+    arguments if ``quick``, then ``options``), write its raw numbers to ``out/<name>.json``."""
+    bm = benchmarks[check_names([name], benchmarks)[0]]
     kwargs = {**(bm.quick if quick else {}), **(options or {})}
     before = wait_for_quiet(max_busy, max_wait)
     result = bm.bench(**kwargs)  # each measures the foreign load itself (ForeignLoad)
@@ -138,12 +115,14 @@ def run_one(name: str, out: Path, max_busy: float = 0.3, max_wait: float = 120.0
     return Section(name, bm.title, bm.table(result), before)
 
 
-def earlier(name: str, out: Path) -> Section | None:
-    """The section of benchmark ``name`` from its last raw numbers in ``out`` (None if none)."""
+def earlier(name: str, out: Path,
+            benchmarks: Mapping[str, Benchmark] = BENCHMARKS) -> Section | None:
+    """The section of benchmark ``name`` of ``benchmarks`` from its last raw numbers in ``out``
+    (None if none)."""
     result = read_json(out, name)
     if result is None:
         return None
-    bm = BENCHMARKS[name]
+    bm = benchmarks[name]
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime((out / f"{name}.json").stat().st_mtime))
     md = bm.table(result) + f"\n\n(Raw numbers of an earlier run, {stamp}.)"
     return Section(name, bm.title, md, EARLIER)
@@ -152,54 +131,24 @@ def earlier(name: str, out: Path) -> Section | None:
 def run_suite(names: Sequence[str] | None, out: Path, max_busy: float = 0.3,
               max_wait: float = 120.0, quick: bool = False,
               options: Mapping[str, Mapping[str, Any]] | None = None, keep_earlier: bool = False,
-              echo: Callable[[str], None] | None = None) -> tuple[list[Section], float]:
-    """Run the benchmarks ``names`` (None: all, in the suite's order) and return their sections
-    and the total wall time. ``options``: keyword arguments of ``bench`` per name. With
+              echo: Callable[[str], None] | None = None,
+              benchmarks: Mapping[str, Benchmark] = BENCHMARKS) -> tuple[list[Section], float]:
+    """Run the benchmarks ``names`` of ``benchmarks`` (None: all, in its order) and return their
+    sections and the total wall time. ``options``: keyword arguments of ``bench`` per name. With
     ``keep_earlier`` the other benchmarks of the suite come from their last raw numbers in
     ``out`` (run if there are none), so the result covers the whole suite. ``echo`` gets each
     section's text as soon as it is ready."""
-    chosen = check_names(names) if names else list(BENCHMARKS)
-    order = list(BENCHMARKS) if keep_earlier else chosen
+    chosen = check_names(names, benchmarks) if names else list(benchmarks)
+    order = list(benchmarks) if keep_earlier else chosen
     sections: list[Section] = []
     t0 = time.perf_counter()
     for name in order:
-        section = earlier(name, out) if name not in chosen else None
+        section = earlier(name, out, benchmarks) if name not in chosen else None
         if section is None:
-            section = run_one(name, out, max_busy, max_wait, quick, (options or {}).get(name))
+            section = run_one(name, out, max_busy, max_wait, quick, (options or {}).get(name),
+                              benchmarks)
         sections.append(section)
         if echo is not None:
             echo(section.text())
     return sections, time.perf_counter() - t0
 
-
-def results_markdown(sections: Sequence[Section], total: float, notes: Path | None = None,
-                     command: str = ".venv/bin/python bench/run_all.py") -> str:
-    """bench/RESULTS.md: how to reproduce, the machine, every section, then ``notes`` (the
-    hand-written analysis, bench/NOTES.md) if that file exists."""
-    info = machine_info()
-    alone = ", ".join(f"`.venv/bin/python bench/bench_{name}.py`" for name in BENCHMARKS)
-    lines = [
-        "# shallowflow benchmarks",
-        "",
-        "Reproduce with `make bench`, `.venv/bin/python bench/run_all.py` or `shallowflow bench`. "
-        f"Each benchmark also runs alone (`shallowflow bench NAME`): {alone}; "
-        "raw numbers go to `bench/out/*.json`. The PyTorch baseline needs the optional `bench` "
-        "extra (`.venv/bin/pip install torch==2.13.0`, or `pip install -e .[bench]`); without "
-        "torch it is skipped.",
-        "",
-        f"- Command: `{command}`",
-        f"- Machine: {machine_line(info)}",
-        f"- Date: {info['date']}",
-        f"- XLA_FLAGS: {os.environ.get('XLA_FLAGS') or '(unset)'}",
-        f"- Total benchmark time: {total:.0f} s",
-        "- Timings: wall clock (time.perf_counter), best of k after a call that compiles. Other "
-        "processes sharing the cores inflate the times: below each table are the CPU time other "
-        "processes used while it ran, and how busy the machine was just before it (the load "
-        "average also counts the benchmarks' own, preceding work).",
-        "",
-    ]
-    for s in sections:
-        lines += [f"## {s.title}", "", s.markdown, "", f"Just before: {s.before}.", ""]
-    if notes is not None and notes.is_file():
-        lines += [notes.read_text().strip(), ""]
-    return "\n".join(lines)
