@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import collections
 import itertools
-import json
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -31,7 +30,7 @@ import xarray as xr
 
 from shallowflow import certificate, enable_full_precision
 from shallowflow.activations import Activation
-from shallowflow.config import DIGEST, Experiment
+from shallowflow.config import BATCHABLE, DIGEST, Experiment
 from shallowflow.data.validate import validate_dataset
 from shallowflow.dynamics import EngineConfig, EngineResult, record_schedule
 from shallowflow.dynamics import simulate as engine_simulate
@@ -40,8 +39,6 @@ from shallowflow.network import Network, add_bias_column
 from shallowflow.probes import DIM_LABELS, PROBES
 
 DATA_STREAM, INIT_STREAM, SGD_STREAM = 0, 1, 2  # key streams of a run (module docstring)
-BATCHABLE = ("name", "seed", "runs", "init.scale", "init.log_scale", "train.stop_loss",
-             "train.stop_grad", "data.seed", "record.at_steps", "record.at_times")
 
 
 @dataclass(frozen=True)
@@ -53,22 +50,15 @@ class RunRef:
 
 
 def static_signature(exp: Experiment) -> str:
-    """JSON of the spec without its batchable fields: equal signatures can share one batch."""
-    d = exp.model_dump(mode="json", context=DIGEST)
-    for path in BATCHABLE:
-        node = d
-        *head, last = path.split(".")
-        for h in head:
-            node = node[h]
-        node.pop(last, None)
-    d["resolved"] = exp.resolved()[0]  # automatic choices may depend on batchable fields
-    return json.dumps(d, sort_keys=True)
+    """JSON of the spec without its batchable fields: equal signatures can share one batch
+    (:attr:`Experiment.signature`, computed once per experiment)."""
+    return exp.signature
 
 
 def engine_config(exp: Experiment, lr: float | None = None) -> EngineConfig:
     """The compile-time engine settings of an experiment (optionally at another step)."""
     probes = tuple(exp.record.probes) + (("W",) if exp.record.snapshots else ())
-    settings, _ = exp.resolved()
+    choices = exp.choices
     return EngineConfig(
         activation=Activation(exp.model.leak),
         loss=Loss(exp.train.loss, exp.train.reduction),
@@ -80,10 +70,10 @@ def engine_config(exp: Experiment, lr: float | None = None) -> EngineConfig:
         second_layer_rate=exp.train.second_layer_rate if exp.train.layers == "both" else 0.0,
         batch_size=exp.train.batch_size,
         probes=tuple(dict.fromkeys(probes)),
-        parametrisation=settings["parametrisation"],
+        parametrisation=choices.parametrisation,
         tied_balance=exp.train.balance == "tied",
-        activity_mask=settings["activity_mask"],
-        onedim=settings.get("onedim", False),  # train.onedim (docs/math.md §10)
+        activity_mask=choices.activity_mask,
+        onedim=choices.onedim,  # train.onedim (docs/math.md §10)
     )
 
 
@@ -216,7 +206,7 @@ class BatchInputs:
     dtype: str
     log_scale: np.ndarray | None  # (R,) log lambda per run, or None (scale-free schemes)
     span: bool
-    notes: list[str]
+    notes: tuple[str, ...]
     drawn: Drawn | None = None  # a float32 batch's first train.certify_precision runs as drawn
 
 
@@ -248,7 +238,7 @@ def prepare_batch(refs: Sequence[RunRef], drawn: Drawn | None = None) -> BatchIn
     X, y = drawn.X, drawn.y
     log_scale = (None if first.log_lambda is None
                  else np.array([r.experiment.log_lambda for r in refs]))
-    settings, notes = first.resolved()
+    choices = first.choices
     dtype = first.train.dtype
     net0 = Network(np.asarray(drawn.net0.a, dtype), np.asarray(drawn.net0.W, dtype))
     stop = np.array([np.inf * -1 if r.experiment.train.stop_loss is None
@@ -261,7 +251,7 @@ def prepare_batch(refs: Sequence[RunRef], drawn: Drawn | None = None) -> BatchIn
                                     Network(*(np.asarray(v)[:k].copy() for v in drawn.net0)))
     return BatchInputs(refs, engine_config(first), net0, X.astype(dtype), y.astype(dtype), stop,
                        stop_grad, _keys(seeds, indices, SGD_STREAM), batch_schedule(refs), dtype,
-                       log_scale, settings["span"], notes, kept)
+                       log_scale, choices.span, choices.notes, kept)
 
 
 def _draw(refs: list[RunRef], init_keys: jax.Array) -> Drawn:

@@ -41,9 +41,11 @@ from shallowflow.config import (
     ConfigError,
     Experiment,
     apply_overrides,
+    copy_tree,
     dump_toml,
     experiment_from_mapping,
     read_mapping,
+    set_path,
 )
 from shallowflow.errors import BatchesFailed
 from shallowflow.executors import Executor, StepCallback, make_executor
@@ -71,18 +73,6 @@ class Sweep:
     points: list[Point]
     max_batch: int
     grid: dict[str, list[Any]]
-
-
-def _set_path(mapping: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
-    result = json.loads(json.dumps(mapping))
-    node = result
-    *head, last = dotted.split(".")
-    for key in head:
-        node = node.setdefault(key, {})
-        if not isinstance(node, dict):
-            raise ConfigError(f"grid: {dotted!r}: {key!r} is not a table")
-    node[last] = value
-    return result
 
 
 def sweep_from_mapping(mapping: dict[str, Any], root: Path | None = None,
@@ -120,7 +110,8 @@ def sweep_from_mapping(mapping: dict[str, Any], root: Path | None = None,
         values = dict(zip(keys, combo, strict=True))
         m = base
         for k, v in values.items():
-            m = _set_path(m, k, v)
+            m = copy_tree(m)
+            set_path(m, k.split("."), v, "grid")
         try:
             exp = experiment_from_mapping(m)
         except ConfigError as err:

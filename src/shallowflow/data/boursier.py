@@ -2,7 +2,7 @@
 §2.5): X~ = [x, 1] (n, 2), y (n,), the coordinates BF's theory (G, extremal vectors, OLS) uses.
 
 The numbers are those of the ``three_point`` and ``stewart`` generators of
-``shallowflow.data.generators`` (the data kinds of ``config.py``, which add the bias through
+``shallowflow.data.generators`` (the data kinds of ``config/data_kinds.py``, which add the bias through
 ``model.bias``): the same key gives the same points. ``assumption3`` draws points satisfying
 Assumption 3 (docs/math.md §2.4), uniformly in its boxes.
 """

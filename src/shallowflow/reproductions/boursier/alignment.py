@@ -81,7 +81,7 @@ def simulate(P: AlignmentParams, train: Trainer) -> xr.Dataset:
     out = out.assign_coords(log10_lambda=("run", np.repeat(lams, P.runs)),
                             seed=("run", np.tile(np.arange(P.runs), len(lams))),
                             parametrisation=("run", np.repeat(
-                                [e.resolved()[0]["parametrisation"] for e in exps], P.runs)))
+                                [e.choices.parametrisation for e in exps], P.runs)))
     out.attrs.update(lr=P.lr, kappa=1.0, simulate_wall_s=time.perf_counter() - start)
     return out
 

@@ -1,0 +1,289 @@
+"""The data kinds (``data.kind``): each spec class knows its sample count, input dimension and
+generator; :data:`DATA_KINDS` is their registry (read by ``shallowflow list``). Adding a data kind
+is a spec class here (with its ``shape`` and ``generate``) plus its generator in
+:mod:`shallowflow.data`."""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, ClassVar, Literal
+
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+from pydantic import Field, PrivateAttr, model_validator
+
+from shallowflow import data as datagen
+from shallowflow.config.spec_types import (
+    MAX_SEED,
+    FloatArray,
+    Range,
+    _check_range,
+    _Loaded,
+    _registry,
+    _Strict,
+)
+from shallowflow.data.mnist import load_mnist_pair
+
+
+class _DataBase(_Strict):
+    """A data kind: its fields, its shape (n, d) without generating it, and its generator
+    ``key -> (X (n, d), y (n,))`` (bias column not included)."""
+
+    given: ClassVar[bool] = False
+    """True: a fixed data set, the same for every run (not generated from the run's key)."""
+    orthogonal_rows: ClassVar[bool] = False
+    """True: the inputs are orthogonal by construction (activity mask, span, group init)."""
+    sign_labels: ClassVar[bool] = False
+    """True: every label is +1 or -1 by construction (classification losses need it)."""
+
+    per_run: bool = Field(False, description="draw a fresh dataset for every run")
+    seed: int | None = Field(None, ge=0, le=MAX_SEED,
+                             description="data seed (default: the experiment seed)")
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(n, d): number of samples and input dimension, bias column not included."""
+        raise NotImplementedError
+
+    @property
+    def n_samples(self) -> int:
+        """Number of samples n."""
+        return self.shape[0]
+
+    @property
+    def input_dim(self) -> int:
+        """Input dimension d (bias column not included)."""
+        return self.shape[1]
+
+    def generate(self, key: Array) -> tuple[Array, Array]:
+        """(X, y) drawn with ``key`` (given kinds ignore it)."""
+        raise NotImplementedError
+
+
+class _SizedData(_DataBase):
+    """A data kind with fields ``n`` (samples) and ``d`` (input dimension)."""
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.n, self.d  # type: ignore[attr-defined]
+
+
+class _OrthogonalRowsData(_SizedData):
+    """Orthogonal inputs by construction: needs n <= d."""
+
+    orthogonal_rows: ClassVar[bool] = True
+
+    @model_validator(mode="after")
+    def _n_le_d(self) -> _OrthogonalRowsData:
+        if self.n > self.d:  # type: ignore[attr-defined]
+            raise ValueError(f"n: {self.kind} data needs n <= d, got "  # type: ignore[attr-defined]
+                             f"n={self.n} > d={self.d}")  # type: ignore[attr-defined]
+        return self
+
+
+class SphereData(_SizedData):
+    """DPB Exp. 1 (docs/math.md §1.3): x = rho u, u uniform on the sphere, labels eps * U[1, 2]."""
+
+    kind: Literal["sphere"]
+    n: int = Field(gt=0)
+    d: int = Field(gt=0)
+    radius: Range = (1.0, 2.0)
+    label_range: Range = (1.0, 2.0)
+
+    @model_validator(mode="after")
+    def _ranges(self) -> SphereData:
+        _check_range("radius", self.radius)
+        _check_range("label_range", self.label_range)
+        return self
+
+    def generate(self, key: Array) -> tuple[Array, Array]:
+        return datagen.sphere(key, self.n, self.d, self.radius, self.label_range)
+
+
+class OrthogonalData(_OrthogonalRowsData):
+    """DPB Exp. 2 (docs/math.md §1.3): x_i = rho_i e_i, rho ~ U[1, 2], labels eps * U[1, 2]; n <= d."""
+
+    kind: Literal["orthogonal"]
+    n: int = Field(gt=0)
+    d: int = Field(gt=0)
+    basis: Literal["canonical", "random"] = "canonical"
+    norm_range: Range = (1.0, 2.0)
+    label_range: Range = (1.0, 2.0)
+
+    @model_validator(mode="after")
+    def _ranges(self) -> OrthogonalData:
+        _check_range("norm_range", self.norm_range)
+        _check_range("label_range", self.label_range)
+        return self
+
+    def generate(self, key: Array) -> tuple[Array, Array]:
+        return datagen.orthogonal(key, self.n, self.d, self.basis, self.norm_range,
+                                  self.label_range)
+
+
+class OrthonormalData(_OrthogonalRowsData):
+    """TBLEL (docs/math.md §3.7): unit orthonormal inputs, labels |N(0,1)| or N(0,1); n <= d."""
+
+    kind: Literal["orthonormal"]
+    n: int = Field(gt=0)
+    d: int = Field(gt=0)
+    basis: Literal["canonical", "random"] = "canonical"
+    labels: Literal["abs_normal", "normal"] = "abs_normal"
+
+    def generate(self, key: Array) -> tuple[Array, Array]:
+        return datagen.orthonormal(key, self.n, self.d, self.basis, self.labels)
+
+
+class ThreePointData(_DataBase):
+    """BF's 3-point data (docs/math.md §2.4), 1-D inputs: use with ``model.bias = true``."""
+
+    kind: Literal["three_point"]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return 3, 1
+
+    def generate(self, key: Array) -> tuple[Array, Array]:
+        return datagen.three_point()
+
+
+class StewartData(_DataBase):
+    """BF App. B.2 (docs/math.md §2.5): x ~ U[-1, 1], piecewise-linear teacher; use with a bias."""
+
+    kind: Literal["stewart"]
+    n: int = Field(40, gt=0)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.n, 1
+
+    def generate(self, key: Array) -> tuple[Array, Array]:
+        return datagen.stewart(key, self.n)
+
+
+class TwoPointData(_DataBase):
+    """MMV A.2/A.3 (docs/math.md §4.3): x1 = (1, 0), x2 = (sin angle, cos angle), labels +1;
+    mu = sin angle (angle 0: the orthogonal pair of A.3)."""
+
+    sign_labels: ClassVar[bool] = True
+    kind: Literal["two_point"]
+    angle: float = Field(0.1, ge=0, le=math.pi)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return 2, 2
+
+    def generate(self, key: Array) -> tuple[Array, Array]:
+        return datagen.two_point(self.angle)
+
+
+class TeacherData(_SizedData):
+    """A random ReLU teacher with ``width`` units on Gaussian or unit-sphere inputs."""
+
+    kind: Literal["teacher"]
+    n: int = Field(gt=0)
+    d: int = Field(gt=0)
+    width: int = Field(3, gt=0)
+    inputs: Literal["gaussian", "sphere"] = "gaussian"
+    noise: float = Field(0.0, ge=0)
+
+    def generate(self, key: Array) -> tuple[Array, Array]:
+        return datagen.teacher(key, self.n, self.d, self.width, self.inputs, self.noise)
+
+
+class _GivenData(_DataBase):
+    """A fixed data set (X, y), the same for every run."""
+
+    given: ClassVar[bool] = True
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """(X (n, d), y (n,)) as float64 numpy arrays."""
+        raise NotImplementedError
+
+    @property
+    def sign_labels(self) -> bool:  # type: ignore[override]
+        return bool(np.all(np.abs(self.arrays()[1]) == 1.0))
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        X = self.arrays()[0]
+        return X.shape[0], X.shape[1]
+
+    def generate(self, key: Array) -> tuple[Array, Array]:
+        X, y = self.arrays()
+        return jnp.asarray(X, jnp.float64), jnp.asarray(y, jnp.float64)
+
+
+class FileData(_GivenData):
+    """User data from a file: ``.npz`` with arrays X (n, d) and y (n,), or ``.csv``, label last.
+    The file is read once, when the spec is validated."""
+
+    kind: Literal["file"]
+    path: str
+    _loaded: _Loaded = PrivateAttr()
+
+    @model_validator(mode="after")
+    def _load(self) -> FileData:
+        self._loaded = _Loaded(*datagen.load_file(self.path))  # validates before any work
+        return self
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        X, y = self._loaded.arrays
+        return X, y
+
+
+class MnistData(_GivenData):
+    """Two MNIST digits (docs/math.md §4.3): pixels in [0, 1], centred over the pair, digit
+    ``digits[0]`` labelled +1 and ``digits[1]`` -1; from a user's IDX or .npz files (``path``)
+    or, by default, the embedded 500-per-digit subset of the official training set."""
+
+    kind: Literal["mnist"]
+    digits: tuple[Annotated[int, Field(ge=0, le=9)], Annotated[int, Field(ge=0, le=9)]] = (1, 0)
+    path: str | None = None
+    labels_path: str | None = None
+    per_digit: int | None = Field(None, ge=1)
+    split: Literal["train", "test"] = "train"
+    _loaded: _Loaded = PrivateAttr()
+
+    @model_validator(mode="after")
+    def _load(self) -> MnistData:
+        if self.per_run:
+            raise ValueError("per_run: MNIST data is one fixed data set; per_run must be false")
+        if self.digits[0] == self.digits[1]:
+            raise ValueError(f"digits: need two different digits, got {list(self.digits)}")
+        pair = load_mnist_pair(self.digits, self.path, self.labels_path, self.per_digit,
+                               self.split)
+        self._loaded = _Loaded(np.asarray(pair.X, np.float64), np.asarray(pair.y, np.float64))
+        return self
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        X, y = self._loaded.arrays
+        return X, y
+
+
+class ArrayData(_GivenData):
+    """Data given in memory: X (n, d) and y (n,) arrays (from Python; nested lists in a file).
+    The run folder stores it like any other data."""
+
+    kind: Literal["arrays"]
+    X: FloatArray
+    y: FloatArray
+
+    @model_validator(mode="after")
+    def _valid(self) -> ArrayData:
+        datagen.validate_dataset(self.X, self.y, source="data")
+        return self
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.X, self.y
+
+
+DataSpec = Annotated[
+    SphereData | OrthogonalData | OrthonormalData | ThreePointData | StewartData | TwoPointData
+    | TeacherData | FileData | ArrayData | MnistData,
+    Field(discriminator="kind"),
+]
+
+DATA_KINDS: dict[str, type[_DataBase]] = _registry(DataSpec, "kind")
+"""The data kinds: ``data.kind`` -> its spec class (shape, generator, one-line doc)."""

@@ -1,0 +1,85 @@
+"""Experiment files: reading a TOML or YAML mapping, validating it into an :class:`Experiment`
+(with ``--set`` overrides) and writing a resolved config as TOML."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from shallowflow.config.messages import format_validation_error
+from shallowflow.config.overrides import apply_overrides
+from shallowflow.config.spec import Experiment
+from shallowflow.config.spec_types import ConfigError, tomllib
+
+
+def read_mapping(path: str | Path, field: str = "config") -> dict[str, Any]:
+    """Read a TOML (.toml) or YAML (.yaml/.yml) file into a dict; ``field`` names the file in
+    errors."""
+    path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"{field}: {str(path)!r} is a folder; give a .toml or .yaml file")
+    if not path.is_file():
+        raise ConfigError(f"{field}: no such file: {str(path)!r}")
+    suffix = path.suffix.lower()
+    if suffix not in (".toml", ".yaml", ".yml"):
+        raise ConfigError(f"{field}: unsupported file type {suffix!r} ({path.name}); allowed: "
+                          ".toml, .yaml, .yml")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{field}: {path.name} is not a text file (not UTF-8); give a .toml "
+                          "or .yaml file") from None
+    except OSError as err:
+        raise ConfigError(f"{field}: cannot read {str(path)!r}: {err.strerror}") from None
+    try:
+        data = tomllib.loads(text) if suffix == ".toml" else yaml.safe_load(text)
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as err:
+        detail = " ".join(str(err).split())
+        raise ConfigError(f"{field}: cannot parse {path.name}: {detail}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{field}: {path.name} must hold a mapping (key = value) at top level, "
+                          f"got {type(data).__name__}")
+    return data
+
+def experiment_from_mapping(mapping: dict[str, Any]) -> Experiment:
+    """Validate a mapping into an Experiment, raising ConfigError with readable messages."""
+    try:
+        return Experiment.model_validate(mapping)
+    except ValidationError as err:
+        raise ConfigError(format_validation_error(err)) from None
+    except ValueError as err:  # data loading errors raised inside validators
+        raise ConfigError(str(err)) from None
+
+
+def load_experiment(path: str | Path, overrides: list[str] | None = None) -> Experiment:
+    """Read, override and validate an experiment file."""
+    return experiment_from_mapping(apply_overrides(read_mapping(path), overrides or []))
+
+
+def dump_toml(mapping: dict[str, Any]) -> str:
+    """A minimal TOML writer for resolved configs (tables, scalars, arrays; None is omitted)."""
+
+    def scalar(v: Any) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, (int, float)):
+            return repr(v) if not (isinstance(v, float) and math.isinf(v)) else (
+                "inf" if v > 0 else "-inf")
+        if isinstance(v, (list, tuple)):
+            return "[" + ", ".join(scalar(x) for x in v) + "]"
+        return json.dumps(str(v))
+
+    def table(prefix: str, m: dict[str, Any]) -> list[str]:
+        lines = [f"{k} = {scalar(v)}" for k, v in m.items() if v is not None and not isinstance(v, dict)]
+        for k, v in m.items():
+            if isinstance(v, dict):
+                name = f"{prefix}.{k}" if prefix else k
+                lines += ["", f"[{name}]", *table(name, v)]
+        return lines
+
+    return "\n".join(table("", mapping)).strip() + "\n"

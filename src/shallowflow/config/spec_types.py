@@ -1,0 +1,88 @@
+"""The building blocks shared by the spec classes: the strict base model, the error type, array
+fields and their digest, derived arrays cached on a spec, ranges and registries."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from typing import Annotated, Any, get_args
+
+import numpy as np
+from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, SerializationInfo
+
+from shallowflow.errors import UserError
+
+if sys.version_info >= (3, 11):  # the TOML reader of this Python, for the config modules
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib  # noqa: F401
+
+
+def _float_array(value: Any) -> Any:
+    """An array given in memory (numpy array or nested lists from a file), as float64."""
+    arr = np.array(value, dtype=float)
+    arr.setflags(write=False)
+    return arr
+
+
+DIGEST = {"digest": True}
+"""Serialisation context for identities (batch signatures, batch ids, compile-cache keys): arrays
+are written as a hash of their bytes instead of their values (`model_dump(context=DIGEST)`)."""
+
+
+def _as_list(value: Any, info: SerializationInfo) -> Any:
+    if info.context and info.context.get("digest"):
+        digest = hashlib.sha1(repr(value.shape).encode() + value.tobytes()).hexdigest()
+        return f"array{list(value.shape)} sha1:{digest}"
+    return value.tolist()
+
+
+FloatArray = Annotated[Any, BeforeValidator(_float_array), PlainSerializer(_as_list, when_used="json")]
+"""A float64 array held in a spec (in-memory data and initial networks); a file holds it as
+nested lists, an identity as a hash (:data:`DIGEST`)."""
+
+
+MAX_SEED = 2**63 - 1
+"""Seeds are stored as int64 and become JAX keys: 0 <= seed <= 2^63 - 1."""
+
+
+class ConfigError(UserError):
+    """An invalid configuration; the message lists every problem as ``field: problem (got ...)``,
+    one per line."""
+
+
+class _Strict(BaseModel):
+    """Unknown keys and non-finite floats (inf, nan) are refused; specs are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class _Loaded:
+    """Arrays derived from a spec's fields (a file read at validation), cached on the spec. They
+    never make two specs differ: all instances compare equal."""
+
+    def __init__(self, *arrays: np.ndarray) -> None:
+        for arr in arrays:
+            arr.setflags(write=False)
+        self.arrays = arrays
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Loaded)
+
+    def __hash__(self) -> int:
+        return 0
+
+
+Range = tuple[float, float]
+
+
+def _check_range(name: str, r: Range) -> None:
+    lo, hi = r
+    if not (0 < lo <= hi):
+        raise ValueError(f"{name}: must satisfy 0 < low <= high, got {list(r)}")
+
+
+
+def _registry(union: Any, tag: str) -> dict[str, Any]:
+    """{tag value: spec class} of a discriminated union of spec classes."""
+    return {get_args(m.model_fields[tag].annotation)[0]: m for m in get_args(get_args(union)[0])}

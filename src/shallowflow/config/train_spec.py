@@ -1,0 +1,105 @@
+"""The ``[train]`` table: loss, step, optimizer, stopping, engine choices and certificates."""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from shallowflow.config.spec_types import _Strict
+
+
+class TrainSpec(_Strict):
+    """theta <- theta - lr * T * grad L; one step is ``lr`` units of flow time (docs/math.md §0.3)."""
+
+    loss: Literal["square", "mse", "exponential", "logistic"] = "square"
+    reduction: Literal["mean", "sum"] = "mean"
+    lr: float = Field(gt=0, description="step size eta (flow time per step)")
+    steps: int | None = Field(None, ge=0, description="number of steps")
+    duration: float | None = Field(None, gt=0, description="flow time; steps = ceil(duration/lr)")
+    time_scale: float | Literal["width"] = Field(1.0, description="T: a number or 'width' (T = p)")
+    optimizer: Literal["gd", "sgd"] = "gd"
+    batch_size: int | None = Field(None, gt=0)
+    layers: Literal["both", "first"] = "both"
+    second_layer_rate: float = Field(
+        1.0, ge=0, description="the second layer's learning rate over the first's, r: "
+        "da/dt = -T r grad_a L (1: plain GD, 0: frozen like layers = 'first'; docs/math.md §4.5)")
+    stop_loss: float | None = Field(None, ge=0, description="freeze a run once L < stop_loss")
+    stop_grad: float | None = Field(
+        None, gt=0, description="end a run once ||grad L||_2 < stop_grad (tested at record points)")
+    max_seconds: float | None = Field(
+        None, gt=0, description="wall-clock budget of each batch; runs then end with their "
+        "results so far (stop reason 'time')")
+    dtype: Literal["float64", "float32"] = "float64"
+    onedim: Literal["auto", "on", "off"] = Field(
+        "auto", description="exact bucketed step for one input coordinate plus a bias "
+        "(docs/math.md §10; auto: when it pays)")
+    skip_dead: Literal["auto", "on", "off"] = Field(
+        "auto", description="step only the neurons active on some sample; dead ReLU neurons keep "
+        "their parameters exactly (docs/math.md §0.3; results equal to rounding; auto: when it "
+        "pays)")
+    parametrisation: Literal["auto", "plain", "lognorm"] = Field(
+        "auto", description="lognorm: the log-norm parametrisation (auto: when lambda^2 underflows)")
+    balance: Literal["free", "tied"] = Field(
+        "free", description="lognorm: 'free' is plain GD; 'tied' keeps a_j = s_j ||w_j|| exactly")
+    activity_mask: Literal["auto", "on", "off"] = Field(
+        "auto", description="persistent activity mask (auto: on for orthogonal data)")
+    span: Literal["auto", "on", "off"] = Field(
+        "auto", description="train in the span of the data (auto: when n < d or rows are orthogonal)")
+    certify: int = Field(0, ge=0, le=2, description="rerun at lr/2 (1) and lr/4 (2)")
+    certify_tol: float | None = Field(None, gt=0, description="required relative certificate")
+    certify_precision: int = Field(
+        0, ge=0, description="float32 runs: rerun this many runs of each batch (its first ones) "
+        "in float64 and record their distance (docs/math.md §8.13)")
+    certify_precision_tol: float | None = Field(
+        None, gt=0, description="required relative precision certificate")
+    polish: Literal["none", "newton", "bfgs", "lbfgs"] = Field(
+        "none", description="polish each end point to the nearest stationary point "
+        "(docs/math.md §9.5); the polished network and the distance moved are recorded")
+    certify_end: bool = Field(
+        False, description="certify each end state (minimum, saddle, not stationary; "
+        "docs/math.md §9.6), of the polished point when train.polish is set")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TrainSpec:
+        if (self.steps is None) == (self.duration is None):
+            raise ValueError("steps/duration: give exactly one of train.steps or train.duration")
+        if isinstance(self.time_scale, float) and not self.time_scale > 0:
+            raise ValueError(f"time_scale: must be > 0 or 'width', got {self.time_scale}")
+        if self.optimizer == "sgd" and self.batch_size is None:
+            raise ValueError("batch_size: optimizer 'sgd' needs train.batch_size")
+        if self.optimizer == "gd" and self.batch_size is not None:
+            raise ValueError("batch_size: only for optimizer 'sgd' (gd is full batch)")
+        if self.optimizer == "sgd" and self.activity_mask == "on":
+            raise ValueError("activity_mask: 'on' needs full-batch GD, not sgd")
+        if self.optimizer == "sgd" and self.span == "on":
+            raise ValueError("span: 'on' needs full-batch GD, not sgd")
+        if self.certify_tol is not None and self.certify == 0:
+            raise ValueError("certify_tol: needs train.certify >= 1")
+        if self.certify_precision and self.dtype != "float32":
+            raise ValueError(f"certify_precision: reruns float32 runs in float64; needs "
+                             f"train.dtype = 'float32' (got {self.dtype!r})")
+        if self.certify_precision_tol is not None and self.certify_precision == 0:
+            raise ValueError("certify_precision_tol: needs train.certify_precision >= 1")
+        if self.optimizer == "sgd" and self.onedim == "on":
+            raise ValueError("onedim: 'on' needs full-batch GD, not sgd")
+        if self.second_layer_rate not in (0.0, 1.0) and self.layers == "first":
+            raise ValueError(f"second_layer_rate: layers = 'first' freezes the second layer; "
+                             f"give 0 or layers = 'both' (got {self.second_layer_rate})")
+        if self.second_layer_rate != 1.0 and self.balance == "tied":
+            raise ValueError(f"second_layer_rate: balance 'tied' keeps |a_j| = ||w_j||, which "
+                             f"the flow keeps only at rate 1 (got {self.second_layer_rate})")
+        if self.onedim == "on" and "on" in (self.activity_mask, self.span):
+            raise ValueError("onedim: 'on' excludes activity_mask 'on' and span 'on'")
+        return self
+
+    @property
+    def n_steps(self) -> int:
+        if self.steps is not None:
+            return self.steps
+        return math.ceil(self.duration / self.lr - 1e-9)  # type: ignore[operator]
+
+
+CLASSIFICATION_LOSSES = ("exponential", "logistic")
+"""Losses of a margin y h(x): their labels must be +1 or -1 (docs/math.md §4.1)."""
