@@ -196,7 +196,7 @@ def test_failed_batches_are_error_lines_with_how_to_go_on(capsys):
     error, a traceback for anything else) and a line on how to go on; exit code 1."""
     import typer
 
-    from shallowflow.cli import _guard
+    from shallowflow.cli_process import guard as _guard
     from shallowflow.data.validate import DataError
     from shallowflow.errors import EXIT_FAILED, BatchesFailed
     from shallowflow.executors import Failure

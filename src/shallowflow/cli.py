@@ -5,32 +5,26 @@ Every command checks what it can before any work and reports a problem a user ca
 line per problem, ``error: <field or file>: <problem> (got <value>); <what is allowed>``, exit
 code 2, no traceback (:mod:`shallowflow.errors`). Results go to stdout, notes, progress and
 errors to stderr. Ctrl-C or SIGTERM stops cleanly (nothing half-written) and says what was
-finished and how to go on; an internal error says it is one and asks for a report.
+finished and how to go on; an internal error says it is one and asks for a report. This module
+holds the commands; the process plumbing (signals, the error guard, exit codes, the quick exit)
+is :mod:`shallowflow.cli_process`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
-import signal
 import sys
-import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from rich.markup import escape
 
-from shallowflow.errors import (
-    EXIT_FAILED,
-    EXIT_INTERNAL,
-    EXIT_INTERRUPTED,
-    EXIT_USER,
-    REPORT,
-    error_lines,
-)
+from shallowflow.cli_process import fail, guard, handle_signals, owns_process, without_dask_arrays
+from shallowflow.cli_process import run as run_process
+from shallowflow.errors import EXIT_INTERRUPTED
 from shallowflow.preflight import REFERENCE_FLOPS, Estimate, estimate, human
 from shallowflow.progress import console, out
 
@@ -38,74 +32,23 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="Simulate, measure and predict how one-hidden-layer ReLU networks learn.")
 
 
-_OWN_PROCESS = False
-"""Whether the ``shallowflow`` command (:func:`main`) owns this process, rather than a test or
-notebook calling :data:`app`."""
-
-
-class Terminated(BaseException):
-    """SIGTERM (kill, a batch scheduler): unwinds like Ctrl-C, so temporary output is removed."""
-
-
 @app.callback()
 def _main(ctx: typer.Context) -> None:
     """Simulate, measure and predict how one-hidden-layer ReLU networks learn."""
     from shallowflow import compile_cache, enable_full_precision
 
-    saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGALRM)}
-    hook = sys.unraisablehook
-    signal.signal(signal.SIGTERM, _interrupt(Terminated))
-    signal.signal(signal.SIGINT, _interrupt(KeyboardInterrupt))
-    signal.signal(signal.SIGALRM, _again)
-    sys.unraisablehook = _quiet_interrupts
-
-    def restore() -> None:  # a command called in-process (tests, notebooks) leaves no trace
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        _PENDING.clear()
-        for signum, handler in saved.items():
-            signal.signal(signum, handler)
-        sys.unraisablehook = hook
-
-    ctx.call_on_close(restore)
-    if _OWN_PROCESS:
-        _without_dask_arrays()
+    ctx.call_on_close(handle_signals())  # a command called in-process leaves no trace
+    if owns_process():
+        without_dask_arrays()
     enable_full_precision()  # float64 is the default precision of every run
     compile_cache.enable()  # compiled programs kept on disk, per machine type
     # figures are written to files; no display needed
-    if _OWN_PROCESS and "matplotlib" not in sys.modules:
+    if owns_process() and "matplotlib" not in sys.modules:
         os.environ["MPLBACKEND"] = "Agg"  # read when a command first draws (0.1 s not imported)
     else:
         import matplotlib
 
         matplotlib.use("Agg")
-
-
-_PENDING: list[type[BaseException]] = []
-RETRY_S = 0.2
-
-
-def _interrupt(exc: type[BaseException]) -> Callable[[int, object], None]:
-    """A signal handler raising ``exc``. Python drops an exception raised where it cannot
-    propagate (e.g. inside a garbage-collector callback of XLA), so the handler also arms a
-    timer that raises it again every RETRY_S seconds until :func:`_guard` has caught it."""
-    def handler(signum: int, frame: object) -> None:
-        _PENDING[:] = [exc]
-        signal.setitimer(signal.ITIMER_REAL, RETRY_S)
-        raise exc
-    return handler
-
-
-def _quiet_interrupts(unraisable: sys.UnraisableHookArgs) -> None:
-    """An interruption that Python had to drop (see :func:`_interrupt`) is not an error to
-    print: it is raised again by the timer."""
-    if not isinstance(unraisable.exc_value, (KeyboardInterrupt, Terminated)):
-        sys.__unraisablehook__(unraisable)
-
-
-def _again(signum: int, frame: object) -> None:
-    if _PENDING:
-        signal.setitimer(signal.ITIMER_REAL, RETRY_S)
-        raise _PENDING[0]
 
 
 SetOption = Annotated[Optional[list[str]],  # noqa: UP045 (typer needs Optional)
@@ -118,62 +61,6 @@ AddressOption = Annotated[Optional[str], typer.Option(  # noqa: UP045
     help="dask: a running scheduler, e.g. tcp://127.0.0.1:8786")]
 WorkersOption = Annotated[Optional[int], typer.Option(  # noqa: UP045
     help="dask without --address: worker processes of a local cluster (default: one per core)")]
-
-
-def _fail(err: BaseException) -> None:
-    for line in error_lines(err):
-        console.print(f"[bold red]error:[/] {escape(line)}", highlight=False)
-    raise typer.Exit(EXIT_USER)
-
-
-def _os_error(err: OSError) -> str:
-    where = err.filename if err.filename is not None else "output"
-    hint = {errno.ENOSPC: "the disk is full; free some space and run again",
-            errno.EACCES: "permission denied; choose a place you can write in",
-            errno.EROFS: "the file system is read-only; choose another place"}.get(
-        err.errno or 0, "")
-    return f"{where}: {err.strerror or err}" + (f"; {hint}" if hint else "")
-
-
-@contextlib.contextmanager
-def _guard(interrupted: Callable[[], str]) -> Iterator[None]:
-    """Turn what a user can cause into error lines (exit 2), an interruption into a line saying
-    what is done and how to go on (``interrupted()``; exit 130, or 143 for SIGTERM), failed
-    batches into one error line each and the same line on how to go on (exit 1; tracebacks only
-    for errors a user cannot cause), and anything else into an internal-error report (exit 1)."""
-    from shallowflow.errors import BatchesFailed, UserError
-
-    try:
-        yield
-    except typer.Exit:
-        raise
-    except BatchesFailed as err:
-        for where, failure in err.failures:
-            if not isinstance(failure.error, (ValueError, OSError)):  # UserError is one
-                console.print(failure.trace, highlight=False, markup=False)
-            console.print(f"[bold red]error:[/] {escape(where)}: {escape(failure.line)}",
-                          highlight=False)
-        console.print(f"[bold yellow]failed:[/] {len(err.failures)} batch(es) failed, "
-                      f"{err.finished} finished; {escape(interrupted())}", highlight=False)
-        raise typer.Exit(EXIT_FAILED) from None
-    except (KeyboardInterrupt, Terminated) as err:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        _PENDING.clear()
-        code = 128 + signal.SIGTERM if isinstance(err, Terminated) else EXIT_INTERRUPTED
-        console.print(f"[bold yellow]interrupted:[/] {escape(interrupted())}", highlight=False)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        # the output is already cleaned (context managers unwound); leave at once: a normal
-        # interpreter exit can crash while XLA still runs a dispatched computation
-        os._exit(code)
-    except (UserError, ValueError, FileNotFoundError) as err:
-        _fail(err)
-    except OSError as err:
-        _fail(ValueError(_os_error(err)))
-    except Exception:  # an internal error: say so, show where, ask for a report
-        console.print(traceback.format_exc(), highlight=False, markup=False)
-        console.print(f"[bold red]internal error:[/] {REPORT}", highlight=False)
-        raise typer.Exit(EXIT_INTERNAL) from None
 
 
 def _announce(est: Estimate) -> None:
@@ -201,7 +88,7 @@ def run(
     force: ForceOption = False,
 ) -> None:
     """Train an experiment and write its run directory (config, provenance, results.nc, ...)."""
-    with _guard(_nothing_written(out_dir)):
+    with guard(_nothing_written(out_dir)):
         from shallowflow.config import load_experiment
         from shallowflow.runner import run_experiment
 
@@ -249,7 +136,7 @@ def certify(
     """Certify each run's end state: global or strict local minimum, saddle (with its escape),
     degenerate or not stationary, with the numbers (docs/math.md §9). Writes end_state.nc and
     end_state.csv into RUN_DIR."""
-    with _guard(lambda: f"nothing was written to {run_dir}"):
+    with guard(lambda: f"nothing was written to {run_dir}"):
         from shallowflow.runner import certify_run
         from shallowflow.stationary import end_table
 
@@ -293,7 +180,7 @@ def sweep(
     force: ForceOption = False,
 ) -> None:
     """Run a grid of experiments in batches of equal shapes; resumable after a crash."""
-    with _guard(_sweep_state(spec, out_dir, set_ or [])):
+    with guard(_sweep_state(spec, out_dir, set_ or [])):
         from shallowflow.sweep import load_sweep, run_sweep
 
         sw = load_sweep(spec, set_ or [])
@@ -354,7 +241,7 @@ def reproduce(
         return (done + "nothing was written to the unfinished folder (results are written only "
                 f"when complete); {again}")
 
-    with _guard(state), contextlib.ExitStack() as stack:
+    with guard(state), contextlib.ExitStack() as stack:
         from shallowflow.certificate import Precision
         from shallowflow.executors import make_executor
         from shallowflow.reproductions import catalogue, rejudge, run_reproduction
@@ -395,7 +282,7 @@ def plot(
         "--out", help="PNG file (default RUN_DIR/probes.png)")] = None,
 ) -> None:
     """Draw recorded probes of a run directory against flow time."""
-    with _guard(lambda: "no figure was written"):
+    with guard(lambda: "no figure was written"):
         from shallowflow.output import atomic_file, exclusive, record_entries
         from shallowflow.plots import plot_probes
         from shallowflow.store import load_run
@@ -430,7 +317,7 @@ def animate_(
 ) -> None:
     """Animate a run's neurons (polar plot) and network function over its recorded snapshots."""
     target = target or run_dir / "animation.gif"
-    with _guard(lambda: f"nothing was written to {target}"):
+    with guard(lambda: f"nothing was written to {target}"):
         from shallowflow.errors import OutputError, UserError
         from shallowflow.output import exclusive, record_entries
         from shallowflow.plots.animate import animate
@@ -454,7 +341,7 @@ def demo(
     quiet: Annotated[bool, typer.Option(help="no progress")] = False,
 ) -> None:
     """The main demo: local PL curvature on orthogonal data, from order 1/n to 1/sqrt(n)."""
-    with _guard(_nothing_written(out_dir)):
+    with guard(_nothing_written(out_dir)):
         from shallowflow.demo import run_demo
 
         summary = run_demo(out_dir, overwrite=overwrite, show_progress=not quiet)
@@ -510,58 +397,17 @@ def bench_(
 
         bench(names, list_only, out, max_wait, quick, echo=typer.echo)
     except ValueError as err:
-        _fail(err)
+        fail(err)
     except KeyboardInterrupt:
         console.print("[bold yellow]interrupted:[/] the benchmarks finished so far are in their "
                       "JSON files", highlight=False)
         raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
-def _without_dask_arrays() -> None:
-    """Tell xarray that this process has no dask arrays.
-
-    xarray checks every variable it makes against dask's array type and collection protocol,
-    importing ``dask.array`` and ``dask.base`` to do so: 0.5-0.7 s of every command's start-up
-    where dask is installed (for the Dask executor). A command never makes dask arrays (files are
-    read whole, :func:`shallowflow.store.read_netcdf`), so the type check is answered in advance,
-    and the collection check says no while dask is not imported (nothing is a dask collection
-    then), in the command's own process only (``import shallowflow`` and :data:`app` called
-    in-process leave xarray as it is). An xarray that keeps these elsewhere is left as it is."""
-    from xarray.namedarray import pycompat, utils
-
-    cache = getattr(pycompat, "_cached_duck_array_modules", None)
-    if isinstance(cache, dict) and "dask.array" not in sys.modules:
-        cache.setdefault("dask", pycompat.DuckArrayModule("shallowflow-has-no-dask-arrays"))
-    is_collection = getattr(utils, "is_dask_collection", None)
-    if callable(is_collection):
-        utils.is_dask_collection = lambda x: "dask" in sys.modules and is_collection(x)
-
-
 def main() -> None:
-    """The ``shallowflow`` command: :data:`app`, then a quick exit.
-
-    A process that imported JAX, xarray and dask spends about half a second tearing its modules
-    down at exit (bench/RESULTS.md, start-up). By the time a command returns every result is
-    written, closed and renamed into place, so the command flushes its streams, runs the exit
-    handlers (``atexit``: loggers, worker processes) and leaves with ``os._exit``. ``app``
-    called in-process (tests, notebooks) keeps the normal exit."""
-    import atexit
-
-    global _OWN_PROCESS
-    _OWN_PROCESS = True
-    try:
-        app()
-        code = 0
-    except SystemExit as done:
-        if done.code is None or isinstance(done.code, int):
-            code = done.code or 0
-        else:  # a message: printed as the interpreter would
-            print(done.code, file=sys.stderr)
-            code = 1
-    atexit._run_exitfuncs()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    """The ``shallowflow`` command (the console script): :data:`app` as this process, then a
+    quick exit (:func:`shallowflow.cli_process.run`)."""
+    run_process(app)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 import xarray as xr
 
-from shallowflow import certificate, enable_full_precision
+from shallowflow import certificate
 from shallowflow.activations import Activation
 from shallowflow.config import BATCHABLE, DIGEST, Experiment
 from shallowflow.data.validate import validate_dataset
@@ -36,6 +36,7 @@ from shallowflow.dynamics import EngineConfig, EngineResult, record_schedule
 from shallowflow.dynamics import simulate as engine_simulate
 from shallowflow.losses import Loss
 from shallowflow.network import Network, add_bias_column
+from shallowflow.precision import enable_full_precision, float64
 from shallowflow.probes import DIM_LABELS, PROBES
 
 DATA_STREAM, INIT_STREAM, SGD_STREAM = 0, 1, 2  # key streams of a run (module docstring)
@@ -108,8 +109,8 @@ def _stream_keys(seeds: jax.Array, indices: jax.Array, stream: jax.Array) -> jax
 
 
 def _keys(seeds: Sequence[int], indices: Sequence[int], stream: int) -> jax.Array:
-    """:func:`_stream_keys` of int64 seeds (the config's range, docs/architecture.md) and indices."""
-    enable_full_precision()  # seeds are int64; every training path makes its keys here first
+    """:func:`_stream_keys` of int64 seeds (the config's range, docs/architecture.md) and indices
+    (in float64 mode: :func:`prepare_batch`, :func:`dataset_of`)."""
     return _stream_keys(np.asarray(seeds, np.int64), np.asarray(indices, np.int64),
                         np.int64(stream))
 
@@ -125,8 +126,10 @@ def _data_keys(refs: Sequence[RunRef]) -> jax.Array:
 
 
 def dataset_of(ref: RunRef) -> tuple[np.ndarray, np.ndarray]:
-    """The (X, y) of one run as the network sees it (bias column appended if configured)."""
-    X, y = _datasets([ref])
+    """The (X, y) of one run as the network sees it (bias column appended if configured), drawn
+    in float64 (:func:`shallowflow.precision.float64`)."""
+    with float64():
+        X, y = _datasets([ref])
     return X[0], y[0]
 
 
@@ -223,7 +226,11 @@ def prepare_batch(refs: Sequence[RunRef], drawn: Drawn | None = None) -> BatchIn
     """Validate that ``refs`` can share a batch, then build data, initial networks and keys.
     ``drawn``: the runs' data and initial networks, already drawn (the precision certificate
     reruns a float32 batch's first runs in float64 on the very arrays that batch drew, instead
-    of drawing them again: a compilation of the data and init programs per batch saved)."""
+    of drawing them again: a compilation of the data and init programs per batch saved).
+
+    Every training task starts here, in the executor's thread or worker process: the training
+    entry point that switches float64 on (:func:`shallowflow.enable_full_precision`; seeds are
+    int64)."""
     refs = list(refs)
     if not refs:
         raise ValueError("refs: need at least one run")
@@ -233,6 +240,7 @@ def prepare_batch(refs: Sequence[RunRef], drawn: Drawn | None = None) -> BatchIn
         if static_signature(r.experiment) != sig:
             raise ValueError("refs: runs in one batch must differ only in batchable fields "
                              f"{BATCHABLE}")
+    enable_full_precision()
     seeds, indices = [r.experiment.seed for r in refs], [r.index for r in refs]
     drawn = _draw(refs, _keys(seeds, indices, INIT_STREAM)) if drawn is None else drawn
     X, y = drawn.X, drawn.y

@@ -4,7 +4,8 @@
 The numbers are those of the ``three_point`` and ``stewart`` generators of
 ``shallowflow.data.generators`` (the data kinds of ``config/data_kinds.py``, which add the bias through
 ``model.bias``): the same key gives the same points. ``assumption3`` draws points satisfying
-Assumption 3 (docs/math.md §2.4), uniformly in its boxes.
+Assumption 3 (docs/math.md §2.4), uniformly in its boxes. Each draws in float64 inside
+:func:`shallowflow.precision.float64` (JAX's process-wide settings are left as they are).
 """
 
 from __future__ import annotations
@@ -12,18 +13,18 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from shallowflow import enable_full_precision
 from shallowflow.data import generators
 from shallowflow.network import add_bias_column
+from shallowflow.precision import float64
 
 __all__ = ["assumption3", "stewart", "three_point", "with_bias"]
 
 
 def with_bias(x: object) -> np.ndarray:
     """x (n,) or (n, d) -> X~ = [x, 1] (n, d + 1), float64 numpy (docs/math.md §0.2)."""
-    enable_full_precision()
     x = np.asarray(x, dtype=np.float64)
-    return np.asarray(add_bias_column(x[:, None] if x.ndim == 1 else x))
+    with float64():
+        return np.asarray(add_bias_column(x[:, None] if x.ndim == 1 else x))
 
 
 def _key(key: jax.Array | int) -> jax.Array:
@@ -33,18 +34,18 @@ def _key(key: jax.Array | int) -> jax.Array:
 def three_point() -> tuple[np.ndarray, np.ndarray]:
     """BF's experiment data (authors' code, docs/math.md §2.4): X~ = [(-0.75, -0.5, 0.125), 1]
     (3, 2), y = (1.1, 0.1, 0.8)."""
-    enable_full_precision()
-    x, y = generators.three_point()
-    return with_bias(x), np.asarray(y, dtype=np.float64)
+    with float64():
+        x, y = generators.three_point()
+        return with_bias(x), np.asarray(y, dtype=np.float64)
 
 
 def stewart(key: jax.Array | int, n: int = 40) -> tuple[np.ndarray, np.ndarray]:
     """BF App. B.2 (docs/math.md §2.5): x_k ~ U[-1, 1], y_k the piecewise-linear teacher through
     ``generators.STEWART_KNOTS``; X~ (n, 2), y (n,). ``key``: a JAX PRNG key or an int seed
     (``PRNGKey(seed)``)."""
-    enable_full_precision()
-    x, y = generators.stewart(_key(key), n)
-    return with_bias(x), np.asarray(y, dtype=np.float64)
+    with float64():
+        x, y = generators.stewart(_key(key), n)
+        return with_bias(x), np.asarray(y, dtype=np.float64)
 
 
 def assumption3(key: jax.Array | int, eta: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
@@ -57,9 +58,9 @@ def assumption3(key: jax.Array | int, eta: float = 0.05) -> tuple[np.ndarray, np
     (the paper's half-open ends are measure zero). The second coordinate is the bias-like one."""
     if not 0 < eta < 1:
         raise ValueError(f"eta: must lie in (0, 1), got {eta!r}")
-    enable_full_precision()
     lo = np.array([[-1, 1, 1], [-eta, 1 - eta, 0], [1 - eta, 1, 1]], dtype=np.float64)
     hi = np.array([[-1 + eta, 1 + eta, 1 + eta], [eta, 1 + eta, eta], [1, 1 + eta, 1 + eta]])
-    u = np.asarray(jax.random.uniform(_key(key), (3, 3), dtype=jax.numpy.float64))
+    with float64():
+        u = np.asarray(jax.random.uniform(_key(key), (3, 3), dtype=jax.numpy.float64))
     v = lo + u * (hi - lo)
     return v[:, :2], v[:, 2]

@@ -12,8 +12,9 @@ One concept per module:
 * :mod:`~shallowflow.stationary.verdict`: the local-minimum test and the verdict per network and
   per run of a results Dataset (§9.4, §9.6).
 
-Everything computes in float64: the functions that build JAX arrays call
-:func:`shallowflow.enable_full_precision` themselves (importing this package changes no global state).
+Everything computes in float64: the functions that build JAX arrays do so inside
+:func:`shallowflow.precision.float64`, a scoped context (neither importing nor calling this package
+changes JAX's process-wide settings).
 
     from shallowflow.stationary import certify_dataset, certify_point, problem
     table = certify_dataset(ds, polish_method="newton")      # ds from train(..., keep_data=True)

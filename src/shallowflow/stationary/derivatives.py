@@ -12,7 +12,8 @@ Hessian is the automatic second derivative of the loss written with the same for
 (``network.forward``): sigma(z) = where(z > 0, z, 0), so sigma' = 1{z > 0} and sigma'' = 0. It is
 the Hessian of L wherever no pre-activation <w_j, x_i> of a non-zero neuron is 0 (the smooth
 part, §9.1), and elsewhere the Hessian of the piece on which the pairs at a kink are inactive.
-Everything is float64.
+Everything is float64: each function computes inside :func:`shallowflow.precision.float64` (the
+caller's JAX settings are left as they are) and returns numpy arrays.
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from shallowflow import enable_full_precision
 from shallowflow.activations import RELU, Activation
 from shallowflow.losses import Loss
 from shallowflow.network import Network, forward, loss_and_gradient
+from shallowflow.precision import float64
 
 
 class Problem(NamedTuple):
@@ -88,10 +89,11 @@ def _outputs(a: jax.Array, W: jax.Array, X: jax.Array, y: jax.Array, kappa: floa
     return loss.value(out, y), loss.derivative(out, y)
 
 
-def _evaluate(net: Network, prob: Problem) -> tuple[jax.Array, jax.Array]:
-    enable_full_precision()
-    return _outputs(jnp.asarray(net.a), jnp.asarray(net.W), jnp.asarray(prob.X),
-                    jnp.asarray(prob.y), prob.kappa, prob.activation, prob.loss)
+def _evaluate(net: Network, prob: Problem) -> tuple[np.ndarray, np.ndarray]:
+    with float64():
+        value, derivative = _outputs(jnp.asarray(net.a), jnp.asarray(net.W), jnp.asarray(prob.X),
+                                     jnp.asarray(prob.y), prob.kappa, prob.activation, prob.loss)
+        return np.asarray(value), np.asarray(derivative)
 
 
 def loss_value(net: Network, prob: Problem) -> float:
@@ -116,11 +118,11 @@ def gradient(net: Network, prob: Problem) -> tuple[float, Network, np.ndarray]:
     ``network.loss_and_gradient`` (compiled once per shape): dL/dw_j = kappa a_j M_j,
     dL/da_j = kappa <w_j, M_j>, M_j = sum_i g_i sigma'(<w_j, x_i>) x_i (docs/math.md §0.3,
     §9.1)."""
-    enable_full_precision()
-    value, ga, gW, Z = _loss_and_gradient(jnp.asarray(net.a), jnp.asarray(net.W),
-                                          jnp.asarray(prob.X), jnp.asarray(prob.y), prob.kappa,
-                                          prob.activation, prob.loss)
-    return float(value), Network(np.asarray(ga), np.asarray(gW)), np.asarray(Z)
+    with float64():
+        value, ga, gW, Z = _loss_and_gradient(jnp.asarray(net.a), jnp.asarray(net.W),
+                                              jnp.asarray(prob.X), jnp.asarray(prob.y),
+                                              prob.kappa, prob.activation, prob.loss)
+        return float(value), Network(np.asarray(ga), np.asarray(gW)), np.asarray(Z)
 
 
 def flat_gradient(theta: object, prob: Problem, p: int, d: int) -> tuple[float, np.ndarray]:
@@ -131,9 +133,11 @@ def flat_gradient(theta: object, prob: Problem, p: int, d: int) -> tuple[float, 
 
 def flat_loss(prob: Problem, p: int, d: int) -> Callable[[jax.Array], jax.Array]:
     """theta -> L(theta) as a JAX function of the flat parameters, written with
-    ``network.forward``: the function whose second derivatives are the Hessian (§9.1)."""
-    enable_full_precision()
-    X, y = jnp.asarray(prob.X), jnp.asarray(prob.y)
+    ``network.forward``: the function whose second derivatives are the Hessian (§9.1). Its data
+    are float64 JAX arrays: call it and its derivatives inside
+    :func:`shallowflow.precision.float64` (or after :func:`shallowflow.enable_full_precision`)."""
+    with float64():
+        X, y = jnp.asarray(prob.X), jnp.asarray(prob.y)
     return functools.partial(_loss, X=X, y=y, loss=prob.loss, kappa=prob.kappa,
                              activation=prob.activation, p=p, d=d)
 
@@ -171,10 +175,10 @@ def hessian(net: Network, prob: Problem, neurons: np.ndarray | None = None) -> n
     parameters of ``neurons`` (a boolean mask; None: all) in the order of :func:`neuron_index`.
     On the smooth part this is the Hessian of L (docs/math.md §9.1). Compiled once per shape and
     model (the data are arguments)."""
-    enable_full_precision()
     p, d = net.W.shape
-    H = np.asarray(_hessian(jnp.asarray(flatten(net)), jnp.asarray(prob.X), jnp.asarray(prob.y),
-                            **_static(prob, p, d)))
+    with float64():
+        H = np.asarray(_hessian(jnp.asarray(flatten(net)), jnp.asarray(prob.X),
+                                jnp.asarray(prob.y), **_static(prob, p, d)))
     if neurons is None:
         return H
     idx = neuron_index(p, d, neurons)
@@ -186,15 +190,17 @@ def hvp_operator(net: Network, prob: Problem,
     """v -> H v (forward-over-reverse: ``jax.jvp`` of ``jax.grad`` of :func:`flat_loss`); with
     ``neurons`` the operator acts on the coordinates of :func:`neuron_index` only (the vector is
     embedded with zeros elsewhere and the product restricted), so the compiled shape does not
-    depend on which neurons are smooth (docs/math.md §9.1). Compiled once per shape and model."""
-    enable_full_precision()
+    depend on which neurons are smooth (docs/math.md §9.1). Compiled once per shape and model;
+    each product is computed in float64 (:func:`shallowflow.precision.float64`)."""
     p, d = net.W.shape
-    theta = jnp.asarray(flatten(net))
-    X, y = jnp.asarray(prob.X), jnp.asarray(prob.y)
+    with float64():
+        theta = jnp.asarray(flatten(net))
+        X, y = jnp.asarray(prob.X), jnp.asarray(prob.y)
     static = _static(prob, p, d)
 
     def full(v: np.ndarray) -> np.ndarray:
-        return np.asarray(_hvp(theta, jnp.asarray(v, dtype=jnp.float64), X, y, **static))
+        with float64():
+            return np.asarray(_hvp(theta, jnp.asarray(v, dtype=jnp.float64), X, y, **static))
 
     if neurons is None:
         return full

@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from shallowflow import enable_full_precision
 from shallowflow.activations import RELU, Activation
 from shallowflow.losses import Loss
+from shallowflow.precision import float64
 from shallowflow.stationary.escape import circle_boundaries, correlation
 from shallowflow.vectors import units
 
@@ -62,12 +62,13 @@ __all__ = [
 def residual_weights(y: object, output: object | None = None, loss: Loss = BF_LOSS) -> np.ndarray:
     """c_k = -dL/dh(x_k) = -c ell'(h(x_k), y_k), (n,), so that G(w) = sum_k c_k sigma(<w, x_k>) is
     BF's G (eq.7) at the network with outputs ``output`` (default 0: initialisation); for ``mse``
-    with mean, c_k = (2/n)(y_k - h(x_k)) (docs/math.md §2.3)."""
-    enable_full_precision()
+    with mean, c_k = (2/n)(y_k - h(x_k)) (docs/math.md §2.3). Computed in float64
+    (:func:`shallowflow.precision.float64`)."""
     y = np.asarray(y, dtype=np.float64)
     h = np.zeros_like(y) if output is None else np.asarray(output, dtype=np.float64)
-    return -np.asarray(loss.normaliser(np.ones(y.shape[-1]))) * np.asarray(
-        loss.pointwise_derivative(h, y), dtype=np.float64)
+    with float64():
+        return -np.asarray(loss.normaliser(np.ones(y.shape[-1]))) * np.asarray(
+            loss.pointwise_derivative(h, y), dtype=np.float64)
 
 
 def _scale(X: np.ndarray, c: np.ndarray) -> float:

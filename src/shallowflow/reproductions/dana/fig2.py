@@ -33,10 +33,10 @@ import xarray as xr
 from pydantic import Field
 from scipy.optimize import brentq
 
-from shallowflow import enable_full_precision
 from shallowflow import init as inits
 from shallowflow.config import Experiment, experiment_from_mapping
 from shallowflow.curves import first_crossing
+from shallowflow.precision import float64
 from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register
 from shallowflow.reproductions.claims import Claim
 from shallowflow.theory import group_dynamics as group
@@ -242,10 +242,11 @@ def simulate_closed(P: Fig2Params) -> xr.Dataset:
 
 
 def simulate(P: Fig2Params, train: Trainer) -> xr.Dataset:
-    """Closed form at growing n, then GD at lr and lr/2 on group-initialised networks."""
-    enable_full_precision()  # the initial networks are built here, before training
-    closed = simulate_closed(P)
-    return xr.merge([closed, simulate_gd(P, train)], combine_attrs="override")
+    """Closed form at growing n, then GD at lr and lr/2 on group-initialised networks (built here,
+    before training: in float64, :func:`shallowflow.precision.float64`)."""
+    with float64():
+        closed = simulate_closed(P)
+        return xr.merge([closed, simulate_gd(P, train)], combine_attrs="override")
 
 
 # --------------------------------------------------------------------------------------- judge
