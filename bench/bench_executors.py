@@ -88,15 +88,18 @@ def _one_core() -> Iterator[None]:
 
 
 def _one(spec: dict[str, Any], folder: Path, executor: str, workers: int | None) -> dict[str, Any]:
+    from shallowflow.executors import make_executor
     from shallowflow.sweep import run_sweep, sweep_from_mapping
 
     sw = sweep_from_mapping(spec)
     before = _rss_mb()
     t0 = time.perf_counter()
-    table = run_sweep(sw, folder, executor=executor, workers=workers, show_progress=False)
+    with contextlib.closing(make_executor(executor, None, workers)) as runner:
+        table = run_sweep(sw, folder, executor=runner, show_progress=False)
     seconds = time.perf_counter() - t0
     t1 = time.perf_counter()
-    run_sweep(sw, folder, resume=True, executor=executor, workers=workers, show_progress=False)
+    with contextlib.closing(make_executor(executor, None, workers)) as runner:
+        run_sweep(sw, folder, resume=True, executor=runner, show_progress=False)
     resume = time.perf_counter() - t1
     return {"seconds": seconds, "networks": len(table), "networks_per_s": len(table) / seconds,
             "resume_s": resume, "driver_peak_rss_growth_mb": _rss_mb() - before,
@@ -178,7 +181,7 @@ def batch_overhead(batches: int) -> dict[str, Any]:
 
     from shallowflow import training
     from shallowflow.executors import LocalExecutor
-    from shallowflow.sweep import plan, sweep_from_mapping, write_batch
+    from shallowflow.sweep import plan, sweep_from_mapping, sweep_store
 
     spec = {"name": "tiny", "max_batch": 1,
             "base": {"runs": batches, "data": {"kind": "sphere", "n": 8, "d": 4},
@@ -189,10 +192,10 @@ def batch_overhead(batches: int) -> dict[str, Any]:
     seconds = {}
     with tempfile.TemporaryDirectory(prefix="shallowflow-overhead-") as tmp:
         for key in ("local", "dask"):
-            folder = Path(tmp) / key
-            (folder / "batches").mkdir(parents=True)
+            store = sweep_store(Path(tmp) / key)
+            store.prepare()
             ex, _ = _started(1) if key == "dask" else (LocalExecutor(), 0.0)
-            task = functools.partial(write_batch, folder)
+            task = functools.partial(training.train_batch_file, store=store)
             list(training.execute(task, work[:1], show_progress=False, executor=ex))  # compile
             t0 = time.perf_counter()
             list(training.execute(task, work[1:], show_progress=False, executor=ex))

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 
 import pandas as pd
 import pytest
 
+from shallowflow.executors import DaskExecutor
 from shallowflow.sweep import load_batches, run_sweep, sweep_from_mapping
 
 pytest.importorskip("dask.distributed")
@@ -28,7 +30,8 @@ SWEEP = {
 def test_dask_executor_matches_local(tmp_path):
     sw = sweep_from_mapping(SWEEP)
     local = run_sweep(sw, tmp_path / "local", show_progress=False)
-    remote = run_sweep(sw, tmp_path / "dask", executor="dask", show_progress=False)
+    with contextlib.closing(DaskExecutor()) as dask:
+        remote = run_sweep(sw, tmp_path / "dask", executor=dask, show_progress=False)
     pd.testing.assert_frame_equal(local, remote)
     for a, b in zip(load_batches(tmp_path / "local"), load_batches(tmp_path / "dask"), strict=True):
         assert a.drop_attrs().equals(b.drop_attrs())
@@ -39,11 +42,12 @@ def test_local_cluster_of_pinned_workers_matches_local(tmp_path):
     same batch files as in-process, bit for bit."""
     import os
 
-    from shallowflow.executors import DaskExecutor, core_groups
+    from shallowflow.executors import core_groups
 
     sw = sweep_from_mapping(SWEEP)
     local = run_sweep(sw, tmp_path / "local", show_progress=False)
-    remote = run_sweep(sw, tmp_path / "dask", executor="dask", workers=2, show_progress=False)
+    with contextlib.closing(DaskExecutor(workers=2)) as dask:
+        remote = run_sweep(sw, tmp_path / "dask", executor=dask, show_progress=False)
     pd.testing.assert_frame_equal(local, remote)
     for a, b in zip(load_batches(tmp_path / "local"), load_batches(tmp_path / "dask"), strict=True):
         assert a.drop_attrs().equals(b.drop_attrs())
@@ -79,7 +83,6 @@ def test_reproduction_batches_on_dask_match_local(tmp_path):
     call) on a local cluster of 2 workers gives the in-process results bit for bit."""
     import xarray as xr
 
-    from shallowflow.executors import DaskExecutor
     from shallowflow.reproductions import run_reproduction
 
     over = ["steps=3000", "runs=2", "widths=[20, 40]", "points=20"]
@@ -104,8 +107,8 @@ def test_sweep_on_a_running_scheduler_by_address(tmp_path):
     local = run_sweep(sw, tmp_path / "local", show_progress=False)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                       dashboard_address="127.0.0.1:0") as cluster:
-        remote = run_sweep(sw, tmp_path / "remote", executor="dask",
-                           address=cluster.scheduler_address, show_progress=False)
+        with contextlib.closing(DaskExecutor(cluster.scheduler_address)) as dask:
+            remote = run_sweep(sw, tmp_path / "remote", executor=dask, show_progress=False)
     pd.testing.assert_frame_equal(local, remote)
 
 
@@ -135,8 +138,9 @@ def test_a_killed_worker_loses_only_its_batch(tmp_path):
         killed.append(workers[0].pid)
         os.kill(workers[0].pid, signal.SIGKILL)
 
-    remote = run_sweep(sw, tmp_path / "dask", executor="dask", workers=2, show_progress=False,
-                       after_batch=kill_one_worker)
+    with contextlib.closing(DaskExecutor(workers=2)) as dask:
+        remote = run_sweep(sw, tmp_path / "dask", executor=dask, show_progress=False,
+                           after_batch=kill_one_worker)
     assert killed
     pd.testing.assert_frame_equal(local, remote)
     ids = sorted(p.name for p in (tmp_path / "dask" / "batches").iterdir())
@@ -145,8 +149,16 @@ def test_a_killed_worker_loses_only_its_batch(tmp_path):
         assert a.drop_attrs().equals(b.drop_attrs())
 
 
-@pytest.mark.parametrize("where", [{}, {"executor": "dask", "workers": 2}],
-                         ids=["in-process", "dask-2-workers"])
+@pytest.fixture(params=["in-process", "dask-2-workers"])
+def where(request):
+    """How a sweep's batches run: in-process, or on a local Dask cluster of 2 workers."""
+    if request.param == "in-process":
+        yield {}
+        return
+    with contextlib.closing(DaskExecutor(workers=2)) as dask:
+        yield {"executor": dask}
+
+
 def test_a_failing_batch_is_named_by_key_and_the_others_finish(tmp_path, where):
     """One batch cannot write its result (a folder stands at its file's path, as a full or
     read-only disk would make it fail where it ran): that batch is reported with its key and

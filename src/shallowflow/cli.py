@@ -153,15 +153,15 @@ def certify(
 
 def _sweep_state(spec: Path, out_dir: Path, set_: list[str]) -> Callable[[], str]:
     def state() -> str:
-        import json
+        from shallowflow.sweep import batch_ids, sweep_store
 
         sets = "".join(f" --set {v!r}" for v in set_)
         command = f"shallowflow sweep {spec} --out {out_dir} --resume{sets}"
         try:
-            ids = json.loads((out_dir / "plan.json").read_text())["batches"]
+            ids = batch_ids(out_dir)
         except (OSError, ValueError, KeyError):
             return f"nothing was written to {out_dir}; run the same command again"
-        done = sum((out_dir / "batches" / f"{i}.nc").is_file() for i in ids)
+        done = len(sweep_store(out_dir).files(ids))
         return (f"{done} of {len(ids)} batches are written in {out_dir}; finish with: {command}")
     return state
 
@@ -180,14 +180,18 @@ def sweep(
     force: ForceOption = False,
 ) -> None:
     """Run a grid of experiments in batches of equal shapes; resumable after a crash."""
-    with guard(_sweep_state(spec, out_dir, set_ or [])):
+    with guard(_sweep_state(spec, out_dir, set_ or [])), contextlib.ExitStack() as stack:
+        from shallowflow.executors import make_executor
         from shallowflow.sweep import load_sweep, run_sweep
 
         sw = load_sweep(spec, set_ or [])
         _announce(estimate([(p.experiment, p.experiment.runs) for p in sw.points],
                            sw.max_batch, hold=False))
-        table = run_sweep(sw, out_dir, resume=resume, executor=executor, address=address,
-                          workers=workers, show_progress=not quiet, force=force)
+        runner = make_executor(executor, address, workers)  # refused before any work if unknown
+        runner.check()
+        stack.callback(runner.close)
+        table = run_sweep(sw, out_dir, resume=resume, executor=runner, show_progress=not quiet,
+                          force=force)
     ended = (f"; ended by {_counts(table['stop_reason'])}" if "stop_reason" in table else "")
     verdicts = f"; end states: {_counts(table['label'])}" if "label" in table else ""
     out.print(f"{sw.name}: {len(sw.points)} grid point(s), {len(table)} run(s){ended}{verdicts}; "

@@ -20,7 +20,6 @@ file is not newer (so a resume of 10^5 finished runs reads no batch file).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import itertools
@@ -30,12 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import h5py
 import numpy as np
 import pandas as pd
 import xarray as xr
 
 from shallowflow import training
+from shallowflow.batch_store import BatchStore
 from shallowflow.config import (
     DIGEST,
     ConfigError,
@@ -48,13 +47,13 @@ from shallowflow.config import (
     set_path,
 )
 from shallowflow.errors import BatchesFailed
-from shallowflow.executors import Executor, StepCallback, make_executor
+from shallowflow.executors import Executor, LocalExecutor
 from shallowflow.experiment import RunRef
 from shallowflow.output import atomic_file, claim, clean_stale, write_marker, write_text
 from shallowflow.preflight import check_memory, estimate
 from shallowflow.stationary import end_table
 from shallowflow.stationary.verdict import TABLE_FIELDS
-from shallowflow.store import H5_OPTIONS, open_netcdf, provenance, read_netcdf, write_netcdf
+from shallowflow.store import open_netcdf, provenance
 from shallowflow.training import Batch
 
 
@@ -135,14 +134,10 @@ def plan(sweep: Sweep) -> list[Batch]:
     return training.plan([r for _, r in members], sweep.max_batch, [p for p, _ in members])
 
 
-def write_batch(out: Path, batch: Batch, progress: StepCallback | None = None) -> str:
-    """Train one batch and write it atomically to ``out/batches/<id>.nc`` with each run's grid
-    point (the batch's tags); returns the batch id."""
-    ds = training.train_batch(batch, progress)
-    ds = ds.assign_coords(point=("run", np.array(batch.tags, dtype=np.int64)))
-    ds.attrs["batch"] = batch.id
-    write_netcdf(ds, out / "batches" / f"{batch.id}.nc")
-    return batch.id
+def sweep_store(out: str | Path) -> BatchStore:
+    """The finished batches of the sweep folder ``out``: ``out/batches/<id>.nc``, each with its
+    runs' grid points (coordinate ``point``, the batch's tags) and its id (attribute ``batch``)."""
+    return BatchStore(Path(out) / "batches", tag="point")
 
 
 def input_files(sweep: Sweep) -> dict[str, str]:
@@ -175,7 +170,8 @@ def _plan_record(sweep: Sweep, batches: list[Batch]) -> dict[str, Any]:
 
 def _check_resumable(out: Path, record: dict[str, Any]) -> None:
     """Refuse to resume a folder that is not this sweep's: no plan, another spec, an input file
-    whose content changed, or a damaged batch file (named, to be deleted)."""
+    whose content changed, or a damaged batch file (named, to be deleted:
+    :meth:`BatchStore.check <shallowflow.batch_store.BatchStore.check>`)."""
     plan_file = out / "plan.json"
     if not plan_file.is_file():
         raise ConfigError(f"out: {str(out)!r} is not a sweep folder (no plan.json)")
@@ -194,53 +190,43 @@ def _check_resumable(out: Path, record: dict[str, Any]) -> None:
             raise ConfigError(f"{path}: the file changed since the sweep in {str(out)!r} was "
                               "planned (its SHA-256 differs); restore it, or run the changed "
                               "data into a new sweep folder")
-    for batch_id in current["batches"]:
-        path = out / "batches" / f"{batch_id}.nc"
-        if path.is_file():
-            try:  # HDF5 checks its superblock and end of file: truncation is caught, in 0.3 ms
-                h5py.File(path, "r", **H5_OPTIONS).close()
-            except Exception as err:  # any unreadable file is damaged
-                raise ConfigError(
-                    f"{path}: batch file is damaged ({type(err).__name__}); delete it and run "
-                    "with --resume again to recompute that batch") from None
+    sweep_store(out).check(current["batches"])
 
 
 def run_sweep(sweep: Sweep, out: str | Path, resume: bool = False,
-              executor: str = "local", address: str | None = None,
-              workers: int | None = None, show_progress: bool = True,
+              executor: Executor | None = None, show_progress: bool = True,
               after_batch: Callable[[str], None] | None = None,
               force: bool = False) -> pd.DataFrame:
     """Run (or resume) ``sweep`` into ``out``; returns the per-run summary table.
 
-    Before any work: the executor is checked (a cluster must answer), the output location and
-    free space, the memory, and on resume that the folder holds this sweep with unchanged
-    input files and readable batch files; temporary files of killed runs are removed.
+    ``executor`` runs the batches (default: in this process); it is the caller's, as for
+    :func:`~shallowflow.reproductions.run_reproduction`: checked by it before (the command line
+    builds it with :func:`~shallowflow.executors.make_executor` and checks it before any work)
+    and closed by it after. Before any work: the memory, the output location and free space,
+    and on resume that the folder holds this sweep with unchanged input files and readable batch
+    files; temporary files of killed runs are removed.
     ``after_batch(batch_id)`` is called after each batch is written (used by tests to interrupt).
     A batch that raises is named with its grid point in
     :class:`~shallowflow.errors.BatchesFailed` once the others are written (the summary then
     holds theirs; ``resume`` runs the failed ones).
     """
     out = Path(out)
-    runner = make_executor(executor, address, workers)  # refused before any work if unknown
     jobs = [(p.experiment, p.experiment.runs) for p in sweep.points]
     need = estimate(jobs, sweep.max_batch, hold=False)
     check_memory(need, force)
     batches = plan(sweep)
     record = _plan_record(sweep, batches)
-    with contextlib.closing(runner), \
-            claim(out, "sweep", need=need.disk, force=force, resume=True) as place:
+    with claim(out, "sweep", need=need.disk, force=force, resume=True) as place:
         if place.existed and not resume:
             raise ConfigError(f"out: {str(out)!r} already exists; pass --resume to continue "
                               "that sweep, or choose a new folder")
         if place.existed:
             _check_resumable(out, record)
-            runner.check()
             clean_stale(out)
-            clean_stale(out / "batches")
         else:
-            runner.check()
             _start(out, sweep, record)
-        return _run_pending(sweep, out, batches, runner, show_progress, after_batch)
+        return _run_pending(sweep, out, batches, executor or LocalExecutor(), show_progress,
+                            after_batch)
 
 
 SWEEP_ENTRIES = ("plan.json", "sweep.toml", "provenance.json", "batches", "summary.parquet")
@@ -255,16 +241,17 @@ def _start(out: Path, sweep: Sweep, record: dict[str, Any]) -> None:
     write_text(out / "provenance.json",
                json.dumps(provenance(seeds=sorted({p.experiment.seed for p in sweep.points})),
                           indent=2, default=str) + "\n")
-    (out / "batches").mkdir()
     write_marker(out, "sweep", SWEEP_ENTRIES)
 
 
 def _run_pending(sweep: Sweep, out: Path, batches: list[Batch], runner: Executor,
                  show_progress: bool, after_batch: Callable[[str], None] | None) -> pd.DataFrame:
     """Run the batches of ``sweep`` that ``out`` does not hold yet, then summarise."""
-    (out / "batches").mkdir(exist_ok=True)
-    pending, done_runs = training.unfinished(batches, out / "batches")
-    task = functools.partial(write_batch, out)
+    store = sweep_store(out)
+    store.prepare()
+    pending = store.pending(batches)
+    done_runs = sum(b.size for b in batches) - sum(b.size for b in pending)
+    task = functools.partial(training.train_batch_file, store=store)
     points = {p.id: p.values for p in sweep.points}
 
     def name(batch: Batch) -> str:
@@ -286,21 +273,25 @@ def _run_pending(sweep: Sweep, out: Path, batches: list[Batch], runner: Executor
 def _wrap_up(out: Path) -> pd.DataFrame:
     """Remove what a worker killed while writing left in ``batches/`` (its batch was run again)
     and rebuild the summary."""
-    clean_stale(out / "batches")
+    sweep_store(out).clean()
     return summarise(out)
+
+
+def batch_ids(out: str | Path) -> list[str]:
+    """The ids of every batch of the sweep folder ``out``, in plan order."""
+    return json.loads((Path(out) / "plan.json").read_text())["batches"]
 
 
 def batch_files(out: str | Path) -> list[Path]:
     """The finished batch files of a sweep folder, in plan order."""
-    out = Path(out)
-    ids = json.loads((out / "plan.json").read_text())["batches"]
-    return [out / "batches" / f"{i}.nc" for i in ids if (out / "batches" / f"{i}.nc").is_file()]
+    return sweep_store(out).files(batch_ids(out))
 
 
 def load_batches(out: str | Path) -> list[xr.Dataset]:
     """All finished batch Datasets of a sweep folder, in plan order (all in memory: for large
     sweeps read :func:`batch_files` one at a time)."""
-    return [read_netcdf(path) for path in batch_files(out)]
+    store = sweep_store(out)
+    return [store.read(i) for i in batch_ids(out) if store.holds(i)]
 
 
 SUMMARY_VARIABLES = ("loss", "stopped", "stop_step", "diverged", "diverge_step", "run_index",

@@ -36,15 +36,14 @@ from typing import Any, TypeVar
 import numpy as np
 import xarray as xr
 
+from shallowflow.batch_store import BatchStore
 from shallowflow.certificate import DEFAULT_PRECISION, Precision
 from shallowflow.config import DIGEST, Experiment
 from shallowflow.errors import BatchesFailed
 from shallowflow.executors import Executor, Failure, LocalExecutor, StepCallback
 from shallowflow.experiment import RunRef, batch_data, prepare_batch, run_batch, static_signature
-from shallowflow.output import clean_stale
 from shallowflow.preflight import check_memory, estimate
 from shallowflow.progress import make_progress
-from shallowflow.store import read_netcdf, write_netcdf
 
 R = TypeVar("R")
 
@@ -101,21 +100,12 @@ def train_batch(batch: Batch, progress: StepCallback | None = None,
     return ds
 
 
-def train_batch_file(batch: Batch, progress: StepCallback | None = None,
-                     keep_data: bool = False, store: Path | None = None) -> Path:
-    """:func:`train_batch`, its Dataset written atomically to ``store/<batch id>.nc``; returns
-    the path (what comes back from a worker process is a path, not the arrays)."""
-    assert store is not None
-    path = store / f"{batch.id}.nc"
-    write_netcdf(train_batch(batch, progress, keep_data), path)
-    return path
-
-
-def unfinished(batches: Sequence[Batch], folder: Path) -> tuple[list[Batch], int]:
-    """The batches with no ``<batch id>.nc`` in ``folder`` yet, and the number of runs in the
-    others (finished before: a resume)."""
-    pending = [b for b in batches if not (folder / f"{b.id}.nc").is_file()]
-    return pending, sum(b.size for b in batches) - sum(b.size for b in pending)
+def train_batch_file(batch: Batch, progress: StepCallback | None = None, *,
+                     store: BatchStore, keep_data: bool = False) -> Path:
+    """:func:`train_batch`, its Dataset written atomically into ``store``
+    (:meth:`BatchStore.write <shallowflow.batch_store.BatchStore.write>`); returns the path
+    (what comes back from a worker process is a path, not the arrays)."""
+    return store.write(batch, train_batch(batch, progress, keep_data))
 
 
 def describe(batch: Batch) -> str:
@@ -184,9 +174,10 @@ def train(experiments: Experiment | Sequence[Experiment], *, label: str = "",
     Before any work the memory the job needs is estimated and compared with what the machine
     has (:func:`shallowflow.preflight.check_memory`; ``force`` trains anyway).
 
-    ``store``: a folder that keeps each finished batch as ``<batch id>.nc`` (written atomically
-    where the batch ran); a batch whose file is already there is read, not trained again (the
-    id hashes the batch's runs and their specs), so an interrupted caller resumes.
+    ``store``: a folder that keeps each finished batch as ``<batch id>.nc`` (a
+    :class:`~shallowflow.batch_store.BatchStore`, written atomically where the batch ran); a
+    batch whose file is already there is read, not trained again (the id hashes the batch's
+    runs and their specs), so an interrupted caller resumes.
 
     ``precision``: every experiment trained in this precision (default: as given; float32 with
     a float64 rerun of a sample: :class:`~shallowflow.certificate.Precision`). ``on_batch``:
@@ -236,9 +227,9 @@ def train_protocols(protocols: Sequence[Protocol], *, label: str = "",
     pending: list[Batch] = []  # grows while the executor runs: it runs what is appended
     step_of: dict[int, _Step] = {}  # id(batch) -> its step
     stored: list[tuple[Batch, xr.Dataset]] = []  # batches found in the store (a resume)
-    if store is not None:
-        store.mkdir(parents=True, exist_ok=True)
-        clean_stale(store)
+    saved = None if store is None else BatchStore(store)
+    if saved is not None:
+        saved.prepare()
 
     def advance(k: int, datasets: list[xr.Dataset] | None) -> None:
         """Send protocol ``k`` its step's Datasets; plan the batches of the step it asks for."""
@@ -256,8 +247,8 @@ def train_protocols(protocols: Sequence[Protocol], *, label: str = "",
         for batch in plan(refs, max_batch, owner):
             step_of[id(batch)] = step
             step.waiting += 1
-            if store is not None and (store / f"{batch.id}.nc").is_file():
-                stored.append((batch, read_netcdf(store / f"{batch.id}.nc")))
+            if saved is not None and saved.holds(batch.id):
+                stored.append((batch, saved.read(batch.id)))
             else:
                 pending.append(batch)
         if not step.waiting:  # nothing to train (no runs): the step is done
@@ -287,12 +278,12 @@ def train_protocols(protocols: Sequence[Protocol], *, label: str = "",
         advance(k, None)
     done_runs = sum(b.size for b, _ in stored)  # read back, shown as done (a resume)
     drain()
-    if store is None:
+    if saved is None:
         task = functools.partial(train_batch, keep_data=keep_data)
     else:
-        task = functools.partial(train_batch_file, keep_data=keep_data, store=store)
+        task = functools.partial(train_batch_file, keep_data=keep_data, store=saved)
     for batch, result in execute(task, pending, label, show_progress, executor, done_runs):
-        finish(batch, result if store is None else read_netcdf(result))
+        finish(batch, result if saved is None else saved.read(batch.id))
         drain()
     return results
 

@@ -23,7 +23,6 @@ claims by construction. The folder holds ``results.nc``, the figures, ``claims.j
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ import xarray as xr
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from shallowflow import enable_full_precision
+from shallowflow.batch_store import BatchStore
 from shallowflow.certificate import DEFAULT_PRECISION, Precision
 from shallowflow.config import ConfigError, format_validation_error, split_override
 from shallowflow.executors import Executor
@@ -188,9 +188,10 @@ def _finish(rep: Reproduction, folder: Path, ds: xr.Dataset, params: Params, pre
 
 
 def batch_store(out: str | Path) -> Path:
-    """Where a reproduction into ``out`` keeps its finished batches until it is complete: the
-    hidden sibling folder ``.<out name>.batches`` (kept when the run is interrupted, removed when
-    it succeeds)."""
+    """Where a reproduction into ``out`` keeps its finished batches until it is complete (a
+    :class:`~shallowflow.batch_store.BatchStore` of the Datasets as trained): the hidden sibling
+    folder ``.<out name>.batches`` (kept when the run is interrupted, removed when it
+    succeeds)."""
     out = Path(out)
     return out.parent / f".{out.name}.batches"
 
@@ -211,29 +212,29 @@ def run_reproduction(name: str, out: str | Path, preset: str = "quick",
     params = resolve_params(rep, preset, overrides)
     with claim(out, "reproduction", overwrite) as place:
         enable_full_precision()
-        store = batch_store(out)
+        store = BatchStore(batch_store(out))
         if not resume:
-            shutil.rmtree(store, ignore_errors=True)
+            store.discard()
         start = time.perf_counter()
         try:
             with place.writing() as folder:
-                train = trainer(show_progress, executor, force, store, precision)
+                train = trainer(show_progress, executor, force, store.folder, precision)
                 write_netcdf(rep.simulate(params, train), folder / RESULTS)
                 ds = read_netcdf(folder / RESULTS)
                 distances = np.concatenate(train.distances) if train.distances else None
                 claims = _finish(rep, folder, ds, params, preset, time.perf_counter() - start,
                                  precision.describe(distances), {})
         except BaseException:
-            if not stored_batches(out):  # nothing to resume from: leave nothing behind
-                shutil.rmtree(store, ignore_errors=True)
+            if not store.files():  # nothing to resume from: leave nothing behind
+                store.discard()
             raise
-        shutil.rmtree(store, ignore_errors=True)
+        store.discard()
     return Path(out), claims
 
 
 def stored_batches(out: str | Path) -> list[Path]:
     """The finished batches an interrupted reproduction into ``out`` kept (:func:`batch_store`)."""
-    return sorted(batch_store(out).glob("*.nc"))
+    return BatchStore(batch_store(out)).files()
 
 
 def rejudge(name: str, source: str | Path, out: str | Path,
