@@ -11,7 +11,8 @@ import pytest
 
 from shallowflow import preflight
 from shallowflow.config import experiment_from_mapping
-from shallowflow.executors import Cancelled, Failure, LocalExecutor
+from shallowflow.errors import Cancelled, Failure
+from shallowflow.executors import LocalExecutor
 from shallowflow.progress import LineProgress
 from shallowflow.training import train
 

@@ -15,9 +15,10 @@ from shallowflow import enable_full_precision, init, onedim
 from shallowflow.activations import RELU, Activation
 from shallowflow.data import three_point
 from shallowflow.dynamics import EngineConfig, record_schedule, simulate
+from shallowflow.dynamics.gradient import batch_loss_and_gradient
 from shallowflow.inputs import OneDimInputs, PerRunInputs, SharedInputs, _window
 from shallowflow.losses import LOSS_NAMES, Loss
-from shallowflow.network import Network, add_bias_column, batch_loss_and_gradient
+from shallowflow.network import Network, add_bias_column
 
 enable_full_precision()
 

@@ -13,6 +13,7 @@ import pytest
 import xarray as xr
 
 from shallowflow.losses import Loss
+from shallowflow.overlays import saddle_process_from_experiment as from_experiment
 from shallowflow.theory.activation_mask import (
     activation_mask,
     assumption4_probability_bound,
@@ -27,7 +28,6 @@ from shallowflow.theory.interpolator_norms import (
     norm_ratio,
 )
 from shallowflow.theory.saddle_process import (
-    from_experiment,
     from_run,
     limit_process,
     loss_constant,

@@ -210,8 +210,7 @@ def test_failed_batches_are_error_lines_with_how_to_go_on(capsys):
 
     from shallowflow.cli_process import guard as _guard
     from shallowflow.data.validate import DataError
-    from shallowflow.errors import EXIT_FAILED, BatchesFailed
-    from shallowflow.executors import Failure
+    from shallowflow.errors import EXIT_FAILED, BatchesFailed, Failure
 
     def failing(error: Exception) -> Failure:
         try:

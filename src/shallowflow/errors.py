@@ -11,10 +11,8 @@ internal error: the command line says so, prints the traceback and asks for a re
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from shallowflow.executors import Failure
+import traceback
+from dataclasses import dataclass
 
 
 class UserError(ValueError):
@@ -30,6 +28,31 @@ class ResourceError(UserError):
 class OutputError(UserError):
     """The output location cannot be used (exists, is a file, is not writable, too little
     space)."""
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What a batch's task raised, in place of its result (:mod:`shallowflow.executors`): the
+    exception (re-raised from a worker where the batch ran elsewhere) and its traceback text."""
+
+    error: Exception
+    trace: str
+
+    @classmethod
+    def of(cls, error: Exception) -> Failure:
+        return cls(error, "".join(traceback.format_exception(error)))
+
+    @property
+    def line(self) -> str:
+        """``Type: message`` on one line."""
+        return f"{type(self.error).__name__}: {' '.join(str(self.error).split())}"
+
+
+class Cancelled(Exception):
+    """Work stopped because something beside it failed or was interrupted, or its caller stopped:
+    a batch in flight in the local executor, a shard of a batch when another shard fails, a
+    certificate's rerun when its batch fails. Raised from a progress callback, so the work ends at
+    its next segment."""
 
 
 class BatchesFailed(Exception):

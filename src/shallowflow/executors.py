@@ -20,36 +20,16 @@ import importlib.metadata
 import os
 import subprocess
 import threading
-import traceback
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from shallowflow.errors import UserError
+from shallowflow.errors import Cancelled, Failure, UserError
 from shallowflow.progress import Bar
 
 B = TypeVar("B")
 R = TypeVar("R")
 StepCallback = Callable[[int, int], None]
-
-
-@dataclass(frozen=True)
-class Failure:
-    """What a batch's task raised, in place of its result: the exception (re-raised from a
-    worker where the batch ran elsewhere) and its traceback text."""
-
-    error: Exception
-    trace: str
-
-    @classmethod
-    def of(cls, error: Exception) -> Failure:
-        return cls(error, "".join(traceback.format_exception(error)))
-
-    @property
-    def line(self) -> str:
-        """``Type: message`` on one line."""
-        return f"{type(self.error).__name__}: {' '.join(str(self.error).split())}"
 
 
 class Executor(Protocol):
@@ -134,11 +114,6 @@ class LocalExecutor:
             except BaseException:  # an interrupt, or the caller stopped: the others stop too
                 stop.set()
                 raise
-
-
-class Cancelled(Exception):
-    """The local executor stopped (an interrupt, or its caller stopped): a batch in flight ends
-    at its next segment."""
 
 
 def available_cores() -> list[int]:

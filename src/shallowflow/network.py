@@ -13,7 +13,7 @@ L = c sum_i w_i ell(h(x_i), y_i) and g_i = dL/dh(x_i) = c w_i ell'(h(x_i), y_i):
 the 1/(2n) square loss g_i = -r_i/n, which is docs/math.md §0.3's formula. The gradient is written out,
 not autodiffed, so that sigma'(0) = 0 holds exactly, and one step costs two matmuls (4 n d p flops).
 
-:func:`batch_loss_and_gradient` is the one implementation, for R runs at once in the engine's
+:func:`batch_loss_and_gradient` is the one dense implementation, for R runs at once in the engine's
 layout (a (R, p), Wt (d, R, p); see :mod:`shallowflow.inputs`); :func:`loss_and_gradient` is its
 single-network form. A hidden bias is an appended constant input coordinate (:func:`add_bias_column`).
 """
@@ -27,7 +27,7 @@ import numpy as np
 from jax import Array
 
 from shallowflow.activations import Activation
-from shallowflow.inputs import Inputs, OneDimInputs, SharedInputs
+from shallowflow.inputs import Inputs, SharedInputs
 from shallowflow.losses import Loss
 
 
@@ -67,7 +67,6 @@ def batch_loss_and_gradient(
     loss: Loss,
     weights: Array | float = 1.0,
     mask: Array | None = None,
-    hint: Array | None = None,
 ) -> BatchGradient:
     """L, dL/da, dL/dWt of R networks: a (R, p), Wt (d, R, p), labels in ``inputs.labels`` layout.
 
@@ -75,15 +74,10 @@ def batch_loss_and_gradient(
     (n, R, p): persistent activity mask; a pair outside it is inactive (ReLU only). Sample-space
     arrays are computed in the inputs' native order (``inputs.sample_axis``) and returned in the
     canonical one; conversions nobody uses are removed by the compiler. One-dimensional inputs
-    with a bias (:class:`~shallowflow.inputs.OneDimInputs`) take the exact bucketed step of
-    :mod:`shallowflow.onedim` (docs/math.md §10); ``hint`` is that step's search start
-    (:func:`shallowflow.onedim.cells`), ignored by the other layouts.
+    with a bias (:class:`~shallowflow.inputs.OneDimInputs`) have their own exact step,
+    :func:`shallowflow.onedim.batch_loss_and_gradient`; the engine chooses between the two
+    (:func:`shallowflow.dynamics.gradient.batch_loss_and_gradient`).
     """
-    if isinstance(inputs, OneDimInputs):
-        from shallowflow import onedim  # imports this module
-
-        return onedim.batch_loss_and_gradient(a, Wt, inputs, y, kappa, activation, loss, weights,
-                                              mask, hint)
     sa, na = inputs.sample_axis, inputs.neuron_axis  # in per-run arrays (n, R) / Z-shaped ones
     Z = inputs.pre(Wt)
     active = Z > 0 if mask is None else (Z > 0) & inputs.native(mask)

@@ -41,8 +41,8 @@ from typing import NamedTuple
 import jax.numpy as jnp
 from jax import Array
 
+from shallowflow.cones import CONE_NAMES
 from shallowflow.network import BatchGradient
-from shallowflow.theory.alignment import CONE_NAMES
 
 CLASSES, PERP_GRAM = "classes", "perp_gram"
 """Batch constants a probe may need (``Probe.needs``), computed once per batch only when a

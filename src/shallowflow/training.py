@@ -39,8 +39,8 @@ import xarray as xr
 from shallowflow.batch_store import BatchStore
 from shallowflow.certificate import DEFAULT_PRECISION, Precision
 from shallowflow.config import DIGEST, Experiment
-from shallowflow.errors import BatchesFailed
-from shallowflow.executors import Executor, Failure, LocalExecutor, StepCallback
+from shallowflow.errors import BatchesFailed, Failure
+from shallowflow.executors import Executor, LocalExecutor, StepCallback
 from shallowflow.experiment import RunRef, batch_data, prepare_batch, run_batch, static_signature
 from shallowflow.preflight import check_memory, estimate
 from shallowflow.progress import make_progress

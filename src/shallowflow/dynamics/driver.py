@@ -44,6 +44,7 @@ from shallowflow.dynamics.state import (
     time_out,
 )
 from shallowflow.dynamics.step import live_neurons, probe_context
+from shallowflow.errors import Cancelled
 from shallowflow.inputs import DiagonalInputs, Inputs, OneDimInputs, PerRunInputs, SharedInputs
 from shallowflow.network import Network, to_engine_layout
 from shallowflow.probes import CLASSES, PERP_GRAM
@@ -233,11 +234,6 @@ def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs:
                         for k in pieces[0]}, widths
 
 
-class _Cancelled(Exception):
-    """Another shard failed, or the caller was interrupted: this shard stops at its next
-    segment."""
-
-
 def _run_sharded(parts: list[np.ndarray], cfg: EngineConfig, state: EngineState, ref: Reference,
                  inputs: Inputs, y: Array, stop: Stop, keys: Array, schedule: np.ndarray,
                  per_call: int, progress: Callable[[int, int], None] | None, rebatch: bool,
@@ -259,7 +255,7 @@ def _run_sharded(parts: list[np.ndarray], cfg: EngineConfig, state: EngineState,
     def report(k: int) -> Callable[[int, int], None]:
         def step_done(steps: int, total: int) -> None:
             if failed.is_set():
-                raise _Cancelled
+                raise Cancelled
             with lock:
                 done[k] = steps
                 if progress is not None:
@@ -296,10 +292,10 @@ def _run_sharded(parts: list[np.ndarray], cfg: EngineConfig, state: EngineState,
         raise
     finally:
         pool.shutdown(wait=True)
-    errors = [e for f in futures if (e := f.exception()) and not isinstance(e, _Cancelled)]
-    if errors:
+    errors = [e for f in futures if (e := f.exception()) and not isinstance(e, Cancelled)]
+    if errors:  # the failure that stopped the other shards
         raise errors[0]
-    results = [f.result() for f in futures]
+    results = [f.result() for f in futures]  # re-raises a stop that came from the caller
 
     def merge(*leaves: Array) -> Array:
         ax = run_axis(leaves[0])

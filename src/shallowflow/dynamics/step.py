@@ -29,6 +29,7 @@ from jax import Array, lax
 from shallowflow import onedim
 from shallowflow.dynamics import live
 from shallowflow.dynamics.config import EngineConfig
+from shallowflow.dynamics.gradient import batch_loss_and_gradient
 from shallowflow.dynamics.parametrisation import Params
 from shallowflow.dynamics.state import (
     DIVERGED,
@@ -42,7 +43,7 @@ from shallowflow.dynamics.state import (
     select,
 )
 from shallowflow.inputs import DiagonalInputs, Inputs, OneDimInputs, PerRunInputs, SharedInputs
-from shallowflow.network import BatchGradient, batch_loss_and_gradient
+from shallowflow.network import BatchGradient
 from shallowflow.probes import PROBES, ProbeContext
 
 

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from shallowflow.cones import CONE_NAMES, OTHER, S_DEAD, S_MINUS, S_PLUS
 from shallowflow.vectors import norms, units
 
 __all__ = [
@@ -91,8 +92,6 @@ __all__ = [
     "zeta1_constant",
 ]
 
-OTHER, S_PLUS, S_MINUS, S_DEAD = 0, 1, 2, 3
-CONE_NAMES: tuple[str, ...] = ("other", "S_+", "S_-", "S_dead")
 _CHUNK_ENTRIES = 2 ** 24  # entries of a (chunk, p, n) activity block
 
 

@@ -401,7 +401,8 @@ def from_run(ds: xr.Dataset, X: object | None, y: object, run: int = 0, *, loss:
     loss, reduction, time_scale default to the Dataset's attributes ``loss_name``, ``reduction``
     and ``time_scale``; c_L and the plateau normaliser are derived from them
     (:func:`loss_constant`). The stored initial network is lambda times the unit one; when lambda
-    is so small that W_init underflows (log_scale below about -700), use :func:`from_experiment`.
+    is so small that W_init underflows (log_scale below about -700), use
+    :func:`shallowflow.overlays.saddle_process_from_experiment`.
     Extra keyword arguments go to :func:`limit_process`.
     """
     for name in ("a_init", "W_init"):
@@ -417,38 +418,20 @@ def from_run(ds: xr.Dataset, X: object | None, y: object, run: int = 0, *, loss:
     W0 = np.asarray(ds.W_init.isel(run=run).values, dtype=np.float64)
     if np.any(a0 == 0) or np.any(~np.any(W0 != 0, axis=1)):
         raise ValueError("ds: the stored initial network has zero neurons (lambda below the float "
-                         "range underflows a_init, W_init); use from_experiment instead")
-    return _from_network(a0, W0, X, y, loss or ds.attrs.get("loss_name", "square"),
-                         reduction or ds.attrs.get("reduction", "mean"),
-                         float(ds.attrs.get("time_scale", 1.0) if time_scale is None else time_scale),
-                         kwargs)
+                         "range underflows a_init, W_init); use "
+                         "shallowflow.overlays.saddle_process_from_experiment instead")
+    return from_network(a0, W0, X, y, loss or ds.attrs.get("loss_name", "square"),
+                        reduction or ds.attrs.get("reduction", "mean"),
+                        float(ds.attrs.get("time_scale", 1.0) if time_scale is None else time_scale),
+                        **kwargs)
 
 
-def from_experiment(exp: Any, run: int = 0, **kwargs: Any) -> SaddleProcess:
-    """Algorithm 1 for run ``run`` of a validated :class:`shallowflow.config.Experiment`, built from
-    its data and its unit-scale initial network (no training; works at any lambda)."""
-    from shallowflow.experiment import RunRef, prepare_batch
-
-    return from_batch(prepare_batch([RunRef(exp, int(run))]), 0, **kwargs)
-
-
-def from_batch(batch: Any, run: int = 0, **kwargs: Any) -> SaddleProcess:
-    """Algorithm 1 for run ``run`` of a prepared batch
-    (:func:`shallowflow.experiment.prepare_batch`): its data and unit-scale initial network, so
-    many problems of one shape are set up together."""
-    exp = batch.refs[run].experiment
-    if exp.kappa != 1.0:
-        raise ValueError(f"exp: Algorithm 1 is for output scale kappa = 1, got {exp.kappa}")
-    X, y = np.asarray(batch.X, np.float64), np.asarray(batch.y, np.float64)
-    if X.ndim == 3:
-        X, y = X[run], y[run]
-    a0 = np.asarray(batch.net0.a[run], dtype=np.float64)
-    W0 = np.asarray(batch.net0.W[run], dtype=np.float64)
-    return _from_network(a0, W0, X, y, exp.train.loss, exp.train.reduction, exp.time_scale, kwargs)
-
-
-def _from_network(a0: np.ndarray, W0: np.ndarray, X: object | None, y: object, loss: str,
-                  reduction: str, time_scale: float, kwargs: dict[str, Any]) -> SaddleProcess:
+def from_network(a0: np.ndarray, W0: np.ndarray, X: object | None, y: object, loss: str,
+                 reduction: str, time_scale: float, **kwargs: Any) -> SaddleProcess:
+    """Algorithm 1 from a balanced initial network a0 (p,), W0 (p, d) (any scale: only the signs
+    and directions are used) on data X, y, with c_L and the plateau normaliser derived from the
+    loss name, reduction and time scale (:func:`loss_constant`). Extra keyword arguments go to
+    :func:`limit_process`."""
     peak = np.max(np.abs(W0), axis=1, initial=0.0)
     if np.any(a0 == 0) or np.any(peak == 0):
         raise ValueError("a_init/W_init: every neuron needs a non-zero a_j and w_j")

@@ -35,8 +35,9 @@ import numpy as np
 import xarray as xr
 
 from shallowflow.config import Experiment, experiment_from_mapping
+from shallowflow.overlays import saddle_process_from_experiment
 from shallowflow.theory.interpolator_norms import learned_norm_sq
-from shallowflow.theory.saddle_process import SaddleProcess, from_experiment, from_run
+from shallowflow.theory.saddle_process import SaddleProcess, from_run
 
 RECORD_POINTS = 60  # geometrically spaced records of the loss and squared-norm probes
 
@@ -93,7 +94,7 @@ def limit_for(exp: Experiment, run: int, ds: xr.Dataset, X: np.ndarray,
     try:
         return from_run(ds, X, y, run=run)
     except ValueError:  # initial network underflowed: rebuild it from the experiment
-        return from_experiment(exp, run)
+        return saddle_process_from_experiment(exp, run)
 
 
 def limit_summary(exp: Experiment, ds: xr.Dataset) -> dict[str, np.ndarray]:

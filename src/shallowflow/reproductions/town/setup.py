@@ -41,8 +41,9 @@ import xarray as xr
 from pydantic import Field
 
 from shallowflow.config import Experiment, experiment_from_mapping
+from shallowflow.overlays import saddle_process_from_experiment
 from shallowflow.reproductions.base import Params
-from shallowflow.theory.saddle_process import SaddleProcess, from_experiment, limit_process
+from shallowflow.theory.saddle_process import SaddleProcess, limit_process
 from shallowflow.training import Trainer
 
 PAPER_LR = 0.01
@@ -87,8 +88,9 @@ def tblel_experiment(*, n: int, m: int, log_lambda: float, lr: float, duration: 
 def limit_processes(problems: Sequence[dict[str, Any]]) -> list[SaddleProcess]:
     """Algorithm 1 for each problem (keyword arguments of :func:`tblel_experiment` without
     log_lambda, lr, duration), from its data and unit-scale initial network, no training
-    (:func:`~shallowflow.theory.saddle_process.from_experiment`)."""
-    return [from_experiment(tblel_experiment(**pb, log_lambda=-10.0, lr=PAPER_LR, duration=1.0))
+    (:func:`~shallowflow.overlays.saddle_process_from_experiment`)."""
+    return [saddle_process_from_experiment(tblel_experiment(**pb, log_lambda=-10.0, lr=PAPER_LR,
+                                                            duration=1.0))
             for pb in problems]
 
 

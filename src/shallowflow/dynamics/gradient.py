@@ -1,0 +1,38 @@
+"""The engine's gradient for every inputs layout: the step chooses its path here.
+
+One-dimensional inputs with a bias (:class:`~shallowflow.inputs.OneDimInputs`) take the exact
+bucketed step of :mod:`shallowflow.onedim` (docs/math.md §10); every other layout takes the dense
+one of :mod:`shallowflow.network`. Both give the same :class:`~shallowflow.network.BatchGradient`.
+"""
+
+from __future__ import annotations
+
+from jax import Array
+
+from shallowflow import network, onedim
+from shallowflow.activations import Activation
+from shallowflow.inputs import Inputs, OneDimInputs
+from shallowflow.losses import Loss
+from shallowflow.network import BatchGradient
+
+
+def batch_loss_and_gradient(
+    a: Array,
+    Wt: Array,
+    inputs: Inputs,
+    y: Array,
+    kappa: float,
+    activation: Activation,
+    loss: Loss,
+    weights: Array | float = 1.0,
+    mask: Array | None = None,
+    hint: Array | None = None,
+) -> BatchGradient:
+    """L, dL/da, dL/dWt of R networks (:func:`shallowflow.network.batch_loss_and_gradient`, same
+    arguments) on the path of ``inputs``: :func:`shallowflow.onedim.batch_loss_and_gradient` for
+    :class:`~shallowflow.inputs.OneDimInputs`, with ``hint`` its search start
+    (:func:`shallowflow.onedim.cells`); the dense path otherwise, where ``hint`` is ignored."""
+    if isinstance(inputs, OneDimInputs):
+        return onedim.batch_loss_and_gradient(a, Wt, inputs, y, kappa, activation, loss, weights,
+                                              mask, hint)
+    return network.batch_loss_and_gradient(a, Wt, inputs, y, kappa, activation, loss, weights, mask)
