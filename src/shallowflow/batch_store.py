@@ -16,7 +16,7 @@ import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol, TypeVar
 
 import numpy as np
 import xarray as xr
@@ -25,8 +25,19 @@ from shallowflow.config import ConfigError
 from shallowflow.output import clean_stale
 from shallowflow.store import H5_OPTIONS, read_netcdf, write_netcdf
 
-if TYPE_CHECKING:
-    from shallowflow.training import Batch
+
+class StoredBatch(Protocol):
+    """What the store reads of a batch (:class:`shallowflow.training.Batch`): its id and its
+    runs' tags."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def tags(self) -> tuple[object, ...]: ...
+
+
+B = TypeVar("B", bound=StoredBatch)
 
 
 @dataclass(frozen=True)
@@ -57,7 +68,7 @@ class BatchStore:
         """Remove the folder and every batch in it."""
         shutil.rmtree(self.folder, ignore_errors=True)
 
-    def write(self, batch: Batch, ds: xr.Dataset) -> Path:
+    def write(self, batch: StoredBatch, ds: xr.Dataset) -> Path:
         """Write the Dataset of ``batch`` atomically (with its tags, see :attr:`tag`); returns
         its path."""
         if self.tag is not None:
@@ -82,7 +93,7 @@ class BatchStore:
             return sorted(self.folder.glob("*.nc"))
         return [self.path(i) for i in ids if self.holds(i)]
 
-    def pending(self, batches: Sequence[Batch]) -> list[Batch]:
+    def pending(self, batches: Sequence[B]) -> list[B]:
         """The batches of ``batches`` with no file here yet, in their order."""
         return [b for b in batches if not self.holds(b.id)]
 
