@@ -18,7 +18,7 @@ spec class in :mod:`.init_schemes` with its ``draw`` plus the pure function in
 :mod:`shallowflow.init`.
 """
 
-from shallowflow.config.choices import EngineChoices, resolve_choices
+from shallowflow.config.choices import EngineChoices
 from shallowflow.config.data_kinds import (
     DATA_KINDS,
     ArrayData,
@@ -50,8 +50,8 @@ from shallowflow.config.messages import RENAMED, format_validation_error
 from shallowflow.config.model_spec import ModelSpec
 from shallowflow.config.overrides import apply_overrides, copy_tree, parse_value, set_path, split_override
 from shallowflow.config.record_spec import RecordSpec
-from shallowflow.config.signature import BATCHABLE, batch_signature
-from shallowflow.config.spec import Experiment
+from shallowflow.config.signature import BATCHABLE
+from shallowflow.config.spec import Experiment, batch_signature, resolve_choices
 from shallowflow.config.spec_io import dump_toml, experiment_from_mapping, load_experiment, read_mapping
 from shallowflow.config.spec_types import DIGEST, MAX_SEED, ConfigError, FloatArray, Range, tomllib
 from shallowflow.config.train_spec import CLASSIFICATION_LOSSES, TrainSpec

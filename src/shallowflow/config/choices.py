@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING, Any
 from shallowflow import onedim as onedim_path
 
 if TYPE_CHECKING:
-    from shallowflow.config.spec import Experiment
+    from shallowflow.config.data_kinds import DataSpec
+    from shallowflow.config.model_spec import ModelSpec
+    from shallowflow.config.train_spec import TrainSpec
 
 
 @dataclass(frozen=True)
@@ -36,16 +38,18 @@ class EngineChoices:
                 "span": self.span, "onedim": self.onedim}
 
 
-def resolve_choices(exp: Experiment) -> EngineChoices:
-    """The 'auto' choices of ``exp.train`` made concrete, each with its note: the log-norm
+def resolve(data: DataSpec, model: ModelSpec, t: TrainSpec,
+            log_lambda: float | None) -> EngineChoices:
+    """The 'auto' choices of the train table ``t`` made concrete for ``data`` and ``model``
+    (``log_lambda``: the log of the initial scale, None where it has none), each with its note: the log-norm
     parametrisation when lambda^2 is below the smallest normal float or the balance is tied; the
     activity mask for orthogonal data under ReLU full-batch GD; the span of the data when the rows
     are orthogonal or n < d under full-batch GD; the one-dimensional path when it pays."""
-    t, notes = exp.train, []
+    notes = []
     parametrisation = t.parametrisation
     if parametrisation == "auto":
         tiny = 2.2250738585072014e-308 if t.dtype == "float64" else 1.1754944e-38
-        lam = exp.log_lambda
+        lam = log_lambda
         parametrisation = "plain"
         if (lam is not None and 2 * lam < math.log(tiny)) or t.balance == "tied":
             parametrisation = "lognorm"
@@ -56,21 +60,21 @@ def resolve_choices(exp: Experiment) -> EngineChoices:
                     f"(docs/math.md §0.3)")
     setting = "off" if t.onedim == "auto" and "on" in (t.activity_mask, t.span) else t.onedim
     onedim, note = onedim_path.resolve(
-        setting, input_dim=exp.data.input_dim, bias=exp.model.bias, n=exp.data.n_samples,
-        width=exp.model.width, gd=t.optimizer == "gd", relu=exp.model.activation == "relu")
+        setting, input_dim=data.input_dim, bias=model.bias, n=data.n_samples,
+        width=model.width, gd=t.optimizer == "gd", relu=model.activation == "relu")
     if note:
         notes.append(note)
-    orthogonal = exp.data.orthogonal_rows
+    orthogonal = data.orthogonal_rows
     mask = t.activity_mask
     if mask == "auto":
-        mask = "on" if (not onedim and orthogonal and exp.model.activation == "relu"
+        mask = "on" if (not onedim and orthogonal and model.activation == "relu"
                         and t.optimizer == "gd") else "off"
         if mask == "on":
             notes.append("activity_mask: on (orthogonal data: dead pairs never revive, "
                          "docs/math.md §0.3)")
     span = t.span
     if span == "auto":
-        n, d = exp.data.n_samples, exp.input_dim
+        n, d = data.n_samples, data.input_dim + (1 if model.bias else 0)
         span = "on" if not onedim and t.optimizer == "gd" and (orthogonal or n < d) else "off"
         if span == "on":
             notes.append("span: training in the span of the data (lossless)")

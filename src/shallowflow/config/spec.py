@@ -9,14 +9,26 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from shallowflow.config.choices import EngineChoices, resolve_choices
+from shallowflow.config.choices import EngineChoices, resolve
 from shallowflow.config.data_kinds import DataSpec
 from shallowflow.config.init_schemes import BalancedInit, InitSpec, _Scaled
 from shallowflow.config.model_spec import ModelSpec
 from shallowflow.config.record_spec import RecordSpec
-from shallowflow.config.signature import batch_signature
-from shallowflow.config.spec_types import MAX_SEED, _Strict
+from shallowflow.config.signature import signature_of
+from shallowflow.config.spec_types import DIGEST, MAX_SEED, _Strict
 from shallowflow.config.train_spec import CLASSIFICATION_LOSSES, TrainSpec
+
+
+def resolve_choices(exp: Experiment) -> EngineChoices:
+    """The automatic engine choices of ``exp`` made concrete
+    (:func:`shallowflow.config.choices.resolve`)."""
+    return resolve(exp.data, exp.model, exp.train, exp.log_lambda)
+
+
+def batch_signature(exp: Experiment) -> str:
+    """The batch signature of ``exp`` (:func:`shallowflow.config.signature.signature_of`)."""
+    return signature_of(exp.model_dump(mode="json", context=DIGEST), exp.choices.settings())
+
 
 _CACHED = ("choices", "signature")
 """The cached properties of an :class:`Experiment` (derived from its fields)."""
@@ -95,12 +107,12 @@ class Experiment(_Strict):
     @cached_property
     def choices(self) -> EngineChoices:
         """The automatic engine choices of ``train`` made concrete, with their notes
-        (:func:`~shallowflow.config.choices.resolve_choices`); computed once."""
+        (:func:`resolve_choices`); computed once."""
         return resolve_choices(self)
 
     @cached_property
     def signature(self) -> str:
-        """The batch signature (:func:`~shallowflow.config.signature.batch_signature`); computed
+        """The batch signature (:func:`batch_signature`); computed
         once."""
         return batch_signature(self)
 
