@@ -116,7 +116,7 @@ def step_rate(R: int, n: int, dtype: str = "float64", threads: int | None = None
     (compilation, data generation and the call's fixed costs cancel). ``threads``: the driver's
     shards (None: its policy, one per core; 1: the whole batch in one thread)."""
     from shallowflow.dynamics import driver
-    from shallowflow.reproductions.dana.convergence import convergence_experiment
+    from shallowflow.reproductions.dana.convergence_grids import convergence_experiment
     from shallowflow.training import train
 
     def run(count: int) -> float:
@@ -174,7 +174,7 @@ def run_grid(ns: Sequence[int], runs: int, rebatch: bool, dtype: str = "float64"
     """Train the protocol's runs at every n (one batch per n, as the reproduction does) with
     re-batching on or off; per n the wall time, mean steps run and useful GFLOP."""
     from shallowflow.dynamics import simulate
-    from shallowflow.reproductions.dana.convergence import convergence_experiment
+    from shallowflow.reproductions.dana.convergence_grids import convergence_experiment
     from shallowflow.training import train
 
     with _default(simulate, "rebatch", rebatch):

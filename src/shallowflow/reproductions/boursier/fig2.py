@@ -11,7 +11,7 @@ Phase 2 (output at the OLS line; (e, f)), convergence ((g, h)), with the initial
 
 Saved Dataset (``results.nc``): the run's records (``loss``, ``a``, ``W``, ``output`` against
 flow time), its data and initial network; judge and draw recompute the alignment diagnostics and
-phase ends from them (``setup.run_measures``). Figures: the snapshot pairs, the curves with the
+phase ends from them (``phases.run_measures``). Figures: the snapshot pairs, the curves with the
 phase ends, and the animation ``fig2_animation.gif`` (one frame per record).
 """
 
@@ -26,8 +26,8 @@ from pydantic import Field
 
 from shallowflow.curves import BF_ALIGN_LEVEL
 from shallowflow.labels import lambda_label
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register, run_time
-from shallowflow.reproductions.boursier.setup import (
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, run_time
+from shallowflow.reproductions.boursier.phases import (
     PAPER_OLS_LOSS,
     PHASES,
     RunMeasures,
@@ -285,7 +285,7 @@ def protocol(ds: xr.Dataset, P: Fig2Params) -> list[Section]:
         run_time(ds)]
 
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "bf-fig2", "early alignment and convergence to the OLS stationary point on 3 points",
     "Boursier, Flammarion (002), Figure 2", params=Fig2Params, presets=PRESETS,
-    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY))
+    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY)

@@ -23,8 +23,8 @@ from pydantic import Field
 
 from shallowflow.curves import EVENT_DROP, growth_events
 from shallowflow.labels import lambda_label
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register, run_time
-from shallowflow.reproductions.boursier.setup import (
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, run_time
+from shallowflow.reproductions.boursier.phases import (
     bf_experiment,
     data_of,
     effective_kinks,
@@ -233,7 +233,7 @@ def protocol(ds: xr.Dataset, P: Fig3Params) -> list[Section]:
         run_time(ds)]
 
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "bf-fig3", "loss of omnidirectionality and a spurious limit on Stewart et al.'s data",
     "Boursier, Flammarion (002), Figure 3", params=Fig3Params, presets=PRESETS,
-    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY))
+    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY)

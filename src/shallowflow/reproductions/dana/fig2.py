@@ -37,7 +37,7 @@ from shallowflow import enable_full_precision
 from shallowflow import init as inits
 from shallowflow.config import Experiment, experiment_from_mapping
 from shallowflow.curves import first_crossing
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section
 from shallowflow.reproductions.claims import Claim
 from shallowflow.theory import group_dynamics as group
 from shallowflow.training import Trainer
@@ -466,10 +466,10 @@ def protocol(ds: xr.Dataset, P: Fig2Params) -> list[Section]:
         "the authors' script evaluates the closed form with c_0 = 1 at n = 100 + floor(e^42)."))]
 
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "dana-fig2", "phase transition of the group dynamics",
     "Dana, Pillaud-Vivien, Bach (000), Figure 2 and Theorem 2", Fig2Params, PRESETS,
     simulate, judge, draw, protocol,
     summary="Phase transitions of the loss of a two-neuron group-initialised network on "
             "orthonormal data (Figure 2 and Theorem 2 of the paper): the closed form at the "
-            "paper's n and gradient descent at moderate n."))
+            "paper's n and gradient descent at moderate n.")

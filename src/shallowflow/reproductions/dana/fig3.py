@@ -6,7 +6,7 @@ final loss, relative to the initial one, is about 0.6 % beyond the threshold. Th
 fitted here by binomial maximum likelihood of a logistic curve with free slope (the authors'
 code fixes the slope; that fit is reported as a variant).
 
-Saved Dataset: the convergence grids (:mod:`shallowflow.reproductions.dana.convergence`) on
+Saved Dataset: the convergence grids (:mod:`shallowflow.reproductions.dana.convergence_grids`) on
 ``grid, n, run``: ``gaussian_0`` (the paper's grid), ``gaussian_1`` (the extension below it, if
 any) and ``uniform_0`` (the authors' code's uniform first layer, if any); ``init`` on ``grid``.
 """
@@ -25,9 +25,9 @@ from shallowflow.fits import (
     grid_sigmoid_threshold,
     logistic_threshold,
 )
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section
 from shallowflow.reproductions.claims import Claim, interval_verdict
-from shallowflow.reproductions.dana.convergence import (
+from shallowflow.reproductions.dana.convergence_grids import (
     convergence_grid,
     grid_part,
     normalised_final_loss,
@@ -283,9 +283,9 @@ def protocol(ds: xr.Dataset, P: Fig3Params) -> list[Section]:
         f"{P.extend_min}..{P.n_min - P.n_step} with {P.extend_runs} runs per n (0: none)."))]
 
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "dana-fig3", "convergence probability and final loss against n",
     "Dana, Pillaud-Vivien, Bach (000), Figure 3", Fig3Params, PRESETS,
     simulate, judge, draw, protocol,
     summary="Convergence probability of DPB's two-layer ReLU network on random sphere data as "
-            "the number of points n grows at fixed dimension d (Figure 3 of the paper)."))
+            "the number of points n grows at fixed dimension d (Figure 3 of the paper).")

@@ -12,7 +12,7 @@ import numpy as np
 from pydantic import Field
 
 from shallowflow.fits import LawFit
-from shallowflow.reproductions.base import Params, Reproduction, register
+from shallowflow.reproductions.base import Params, Reproduction
 from shallowflow.reproductions.dana.threshold import (
     CoarseRuns,
     Runs,
@@ -66,8 +66,8 @@ def linear_rule(fits: dict[str, LawFit], x: np.ndarray, N: np.ndarray) -> tuple[
 
 SCAN = ThresholdScan("d", "linearly", linear_rule)
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "dana-fig4", "convergence threshold against d", "Dana, Pillaud-Vivien, Bach (000), Figure 4",
     Fig4Params, PRESETS, SCAN.simulate, SCAN.judge, SCAN.draw, SCAN.protocol,
     summary="The convergence threshold N(d, p) of DPB's network on sphere data against the "
-            "dimension d at fixed width p (Figure 4 of the paper)."))
+            "dimension d at fixed width p (Figure 4 of the paper).")

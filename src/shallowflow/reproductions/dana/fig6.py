@@ -35,7 +35,7 @@ from pydantic import Field, model_validator
 
 from shallowflow.config import Experiment, experiment_from_mapping
 from shallowflow.fits import bootstrap_slope, positive_mean
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section
 from shallowflow.reproductions.claims import Claim, band_verdict
 from shallowflow.theory import pl_bounds
 from shallowflow.theory.data_constants import data_constants
@@ -467,10 +467,10 @@ def protocol(ds: xr.Dataset, P: Fig6Params) -> list[Section]:
     ]
 
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "dana-fig6", "local-PL measures against n on orthogonal data",
     "Dana, Pillaud-Vivien, Bach (000), Figure 6 and App. B Experiment 2", Fig6Params, PRESETS,
     simulate, judge, draw, protocol,
     summary="Scaling of the local-PL curvature with n on orthogonal data (Figure 6 of the "
             "paper): the single-step and average curvature at the end of training and Lemma "
-            "7's lower and upper bounds, with their log-log slopes."))
+            "7's lower and upper bounds, with their log-log slopes.")

@@ -10,7 +10,7 @@ span = 15, step = 1.
 
 :class:`ThresholdScan` is the reproduction of a scan of N along ``d`` (dana-fig4) or ``p``
 (dana-fig5): ``simulate`` runs the protocol at every value of the axis (the grids are saved with
-:func:`~shallowflow.reproductions.dana.convergence.stack_grids`, ``grid`` = the axis value),
+:func:`~shallowflow.reproductions.dana.convergence_grids.stack_grids`, ``grid`` = the axis value),
 ``judge`` fits linear, power-law and logarithmic laws to the thresholds and applies the figure's
 verdict rule, ``draw`` and ``protocol`` show the thresholds and the fits.
 """
@@ -28,7 +28,7 @@ from pydantic import Field
 from shallowflow.fits import LawFit, ThresholdFit, logistic_threshold, scaling_fits
 from shallowflow.reproductions.base import Figure, Section
 from shallowflow.reproductions.claims import Claim
-from shallowflow.reproductions.dana.convergence import (
+from shallowflow.reproductions.dana.convergence_grids import (
     GridRequest,
     grid_part,
     grid_steps,

@@ -12,7 +12,7 @@ are chosen from the limit process: 0, τ_1/2, 0.98 τ_1, τ_1, 1.02 τ_1 and mid
 Saved Dataset (``results.nc``): at each ``snapshot`` the hidden weights ``W``, the log-norms,
 the accelerated time and step, and the cosines of every neuron's direction with Algorithm 1's
 D_j^(0) (``cos_old``) and D_j^(1) (``cos_new``); the final log-norms, the data, the initial
-network and the limit process's inputs (:func:`~shallowflow.reproductions.town.setup.limit_of`).
+network and the limit process's inputs (:func:`~shallowflow.reproductions.town.scale_runs.limit_of`).
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ import xarray as xr
 from pydantic import Field
 
 from shallowflow.labels import lambda_label
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section
 from shallowflow.reproductions.claims import Claim
-from shallowflow.reproductions.town.setup import (
+from shallowflow.reproductions.town.scale_runs import (
     limit_of,
     limit_processes,
     process_vars,
@@ -274,7 +274,7 @@ def protocol(ds: xr.Dataset, P: Fig4Params) -> list[Section]:
         f"e^-1000), where the jump is correspondingly sharper; here ±2% of τ_1 is used."))]
 
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "town-fig4", "neuron directions and norms around a jump",
     "Town, Boursier, Lewis, Englert, Lazić (003), Figure 4", params=Fig4Params, presets=PRESETS,
-    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY))
+    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY)

@@ -32,7 +32,7 @@ from pydantic import Field
 from shallowflow.config import Experiment
 from shallowflow.fits import loglog_slope, nan_band, slope_interval
 from shallowflow.labels import lambda_label
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section
 from shallowflow.reproductions.claims import Claim, band_verdict
 from shallowflow.reproductions.town.interpolation import (
     balanced_init,
@@ -370,7 +370,7 @@ def protocol(ds: xr.Dataset, P: Fig5Params) -> list[Section]:
             f"largest n dominates."))]
 
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "town-fig5", "squared norm of the learned interpolator against n",
     "Town, Boursier, Lewis, Englert, Lazic (003), Figure 5", params=Fig5Params, presets=PRESETS,
-    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY))
+    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY)

@@ -35,7 +35,7 @@ from pydantic import Field
 from shallowflow.config import Experiment
 from shallowflow.fits import nan_band, slope_interval
 from shallowflow.labels import lambda_label
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section
 from shallowflow.reproductions.claims import Claim
 from shallowflow.reproductions.town.interpolation import (
     balanced_init,
@@ -356,7 +356,7 @@ def protocol(ds: xr.Dataset, P: Fig6Params) -> list[Section]:
             f"once, JAX float64)."))]
 
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "town-fig6", "squared norm against width: small vs He initialisation",
     "Town, Boursier, Lewis, Englert, Lazic (003), Figure 6", params=Fig6Params, presets=PRESETS,
-    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY))
+    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY)

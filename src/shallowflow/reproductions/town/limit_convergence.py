@@ -38,10 +38,10 @@ from pydantic import Field
 from shallowflow.curves import crossing_times
 from shallowflow.fits import bootstrap_mean, loglog_slope
 from shallowflow.labels import lambda_label
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section
 from shallowflow.reproductions.claims import Claim, band_verdict, interval_verdict
 from shallowflow.reproductions.town.interpolation import padded
-from shallowflow.reproductions.town.setup import ScaleRuns, limit_processes, simulate_problems
+from shallowflow.reproductions.town.scale_runs import ScaleRuns, limit_processes, simulate_problems
 from shallowflow.theory.saddle_process import SaddleProcess
 from shallowflow.training import Trainer
 
@@ -441,8 +441,8 @@ def protocol(ds: xr.Dataset, P: ConvergenceParams) -> list[Section]:
         + "\n\n" + "\n".join(rows)))]
 
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "town-convergence", "convergence rate to the limit process",
     "Town, Boursier, Lewis, Englert, Lazić (003), Theorem 2 (not a figure)",
     params=ConvergenceParams, presets=PRESETS, simulate=simulate, judge=judge, draw=draw,
-    protocol=protocol, summary=SUMMARY))
+    protocol=protocol, summary=SUMMARY)

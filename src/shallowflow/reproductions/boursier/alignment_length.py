@@ -13,7 +13,7 @@ and the alignment time is the first time 90% of the live positive neurons are wi
 the extremal vector.
 
 Saved Dataset (``results.nc``): the runs' records (``loss``, ``a``, ``W``) with coordinates
-``log10_lambda`` and ``seed``; judge and draw recompute the phase ends (``setup.run_measures``).
+``log10_lambda`` and ``seed``; judge and draw recompute the phase ends (``phases.run_measures``).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from pydantic import Field
 
 from shallowflow.fits import scaling_fits, slope_interval
 from shallowflow.labels import lambda_label
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register, run_time
-from shallowflow.reproductions.boursier.setup import (
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, run_time
+from shallowflow.reproductions.boursier.phases import (
     bf_experiment,
     run_measures,
     stack_runs,
@@ -237,8 +237,8 @@ def protocol(ds: xr.Dataset, P: AlignmentParams) -> list[Section]:
         run_time(ds, runs=True)]
 
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "bf-alignment", "length of the early alignment phase against log(1/lambda)",
     "Boursier, Flammarion (002), Theorem 1 (new figure)", params=AlignmentParams,
     presets=PRESETS, simulate=simulate, judge=judge, draw=draw, protocol=protocol,
-    summary=SUMMARY))
+    summary=SUMMARY)

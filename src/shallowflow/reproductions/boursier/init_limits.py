@@ -26,8 +26,8 @@ import xarray as xr
 from pydantic import Field
 
 from shallowflow.labels import lambda_label
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register, run_time
-from shallowflow.reproductions.boursier.setup import (
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, run_time
+from shallowflow.reproductions.boursier.phases import (
     PAPER_OLS_LOSS,
     SCHEMES,
     bf_experiment,
@@ -269,9 +269,8 @@ def protocol(ds: xr.Dataset, P: InitParams) -> list[Section]:
         run_time(ds, runs=True)]
 
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "bf-init", "nature of the 3-point limit: balanced, dominated and unbalanced starts",
     "Boursier, Flammarion (002), Section 5 remarks (new figure)", params=InitParams,
     presets=PRESETS, simulate=simulate, judge=judge, draw=draw, protocol=protocol,
-    summary=SUMMARY))
-
+    summary=SUMMARY)
