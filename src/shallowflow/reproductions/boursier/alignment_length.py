@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Annotated
 
 import numpy as np
 import xarray as xr
@@ -35,6 +34,7 @@ from shallowflow.reproductions.boursier.phases import (
     stack_runs,
 )
 from shallowflow.reproductions.claims import Claim, band_verdict
+from shallowflow.reproductions.fields import AlignmentAngle, LearningRate, NegativeLog10, Runs, Seed, Steps
 from shallowflow.training import Trainer
 
 
@@ -42,14 +42,14 @@ class AlignmentParams(Params):
     """Parameters of bf-alignment."""
 
     m: int = Field(ge=2, description="network width")
-    log10_lambdas: list[Annotated[float, Field(lt=0)]] = Field(
+    log10_lambdas: list[NegativeLog10] = Field(
         min_length=3, description="decimal logs of the initial scales lambda")
-    runs: int = Field(ge=1, description="seeds per lambda")
-    lr: float = Field(gt=0, description="GD learning rate")
-    steps: int = Field(gt=0, description="GD steps (enough for the smallest lambda to converge)")
-    seed: int = Field(ge=0, description="base seed")
+    runs: Runs = Field(description="seeds per lambda")
+    lr: LearningRate
+    steps: Steps = Field(description="GD steps (enough for the smallest lambda to converge)")
+    seed: Seed = Field(description="base seed")
     points: int = Field(ge=20, description="geometric records (snapshots of a and W)")
-    delta: float = Field(gt=0, lt=math.pi / 2, description="alignment angle (radians)")
+    delta: AlignmentAngle
 
 
 PRESETS = {

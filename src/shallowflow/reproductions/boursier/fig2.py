@@ -41,6 +41,7 @@ from shallowflow.reproductions.boursier.phases import (
     snapshot_panels,
 )
 from shallowflow.reproductions.claims import Claim, band_verdict
+from shallowflow.reproductions.fields import AlignmentAngle, Frames, LearningRate, Log10Lambda, Seed, Steps
 from shallowflow.theory.ols import theorem2_limit
 from shallowflow.training import Trainer
 
@@ -49,13 +50,13 @@ class Fig2Params(Params):
     """Parameters of bf-fig2."""
 
     m: int = Field(ge=2, description="network width")
-    log10_lambda: float = Field(lt=0, description="decimal log of the initial scale lambda")
-    lr: float = Field(gt=0, description="GD learning rate on (1/n) sum (h - y)^2")
-    steps: int = Field(gt=0, description="GD steps")
-    seed: int = Field(ge=0, description="seed of the initialisation")
+    log10_lambda: Log10Lambda
+    lr: LearningRate = Field(description="GD learning rate on (1/n) sum (h - y)^2")
+    steps: Steps
+    seed: Seed
     points: int = Field(ge=20, description="geometrically spaced records (snapshots of a and W)")
-    delta: float = Field(gt=0, lt=math.pi / 2, description="alignment angle (radians)")
-    frames: int = Field(ge=2, description="most frames of the animation")
+    delta: AlignmentAngle
+    frames: Frames
 
 
 PRESETS = {

@@ -34,6 +34,7 @@ from shallowflow.reproductions.boursier.phases import (
     data_of,
 )
 from shallowflow.reproductions.claims import Claim
+from shallowflow.reproductions.fields import LearningRate, Log10Lambda, Runs, Seed, Steps
 from shallowflow.theory.ols import ols
 from shallowflow.training import Trainer
 
@@ -42,11 +43,11 @@ class InitParams(Params):
     """Parameters of bf-init."""
 
     widths: list[Annotated[int, Field(ge=2)]] = Field(min_length=1, description="network widths m")
-    runs: int = Field(ge=1, description="seeds (runs) per scheme and width")
-    log10_lambda: float = Field(lt=0, description="decimal log of the initial scale lambda")
-    lr: float = Field(gt=0, description="GD learning rate")
-    steps: int = Field(gt=0, description="GD steps")
-    seed: int = Field(ge=0, description="base seed")
+    runs: Runs = Field(description="seeds (runs) per scheme and width")
+    log10_lambda: Log10Lambda
+    lr: LearningRate
+    steps: Steps
+    seed: Seed = Field(description="base seed")
     points: int = Field(ge=10, description="geometric records of the loss")
 
 

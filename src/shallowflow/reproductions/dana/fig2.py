@@ -39,6 +39,7 @@ from shallowflow.config import Experiment, experiment_from_mapping
 from shallowflow.curves import first_crossing
 from shallowflow.reproductions.base import Figure, Params, Reproduction, Section
 from shallowflow.reproductions.claims import Claim
+from shallowflow.reproductions.fields import LearningRate
 from shallowflow.theory import group_dynamics as group
 from shallowflow.training import Trainer
 
@@ -48,7 +49,7 @@ class Fig2Params(Params):
 
     ns: list[int] = Field(min_length=1, description="sizes n of the gradient-descent problems "
                           "(multiples of the number of groups)")
-    lr: float = Field(gt=0, description="step of the coarse GD run (the fine run uses lr/2)")
+    lr: LearningRate = Field(description="step of the coarse GD run (the fine run uses lr/2)")
     span: float = Field(gt=0, description="horizon in units of t_n = (sqrt(np)/4) log(np)")
     records: int = Field(ge=1, description="about this many loss records per run")
     eps: float = Field(gt=0, lt=0.5, description="transition window between the levels "

@@ -34,6 +34,7 @@ from shallowflow.reproductions.dana.convergence_grids import (
     stack_grids,
     summarise,
 )
+from shallowflow.reproductions.fields import Runs, Seed
 from shallowflow.theory.good_init import lemma5_bound
 from shallowflow.training import Trainer
 
@@ -45,12 +46,12 @@ class Fig3Params(Params):
     n_min: int = Field(ge=2, description="first n of the main grid")
     n_max: int = Field(ge=2, description="last n of the main grid")
     n_step: int = Field(ge=1, description="step of the n grids")
-    runs: int = Field(ge=1, description="runs per n on the main grid (Gaussian first layer)")
+    runs: Runs = Field(description="runs per n on the main grid (Gaussian first layer)")
     extend_min: int = Field(ge=0, description="first n of the extension below n_min (0: none)")
     extend_runs: int = Field(ge=0, description="runs per n on the extension (0: none)")
     variant_runs: int = Field(ge=0, description="runs per n with the authors' code's uniform "
                               "first layer, on both grids (0: none)")
-    seed: int = Field(ge=0, description="base seed (extension + 3, uniform variant + 7)")
+    seed: Seed = Field(description="base seed (extension + 3, uniform variant + 7)")
 
     @model_validator(mode="after")
     def _grid(self) -> Fig3Params:

@@ -15,8 +15,8 @@ from shallowflow.fits import LawFit
 from shallowflow.reproductions.base import Params, Reproduction
 from shallowflow.reproductions.dana.threshold import (
     CoarseRuns,
-    Runs,
-    Seed,
+    ScanRuns,
+    ScanSeed,
     Span,
     Step,
     ThresholdScan,
@@ -29,11 +29,11 @@ class Fig4Params(Params):
     d_values: list[Annotated[int, Field(ge=1)]] = Field(
         min_length=1, description="dimensions d at which the threshold is found")
     p: int = Field(ge=1, description="number of neurons (fixed)")
-    runs: Runs
+    runs: ScanRuns
     coarse_runs: CoarseRuns
     span: Span
     step: Step
-    seed: Seed
+    seed: ScanSeed
 
 
 PRESETS = {

@@ -35,6 +35,7 @@ from shallowflow.reproductions.dana.convergence_grids import (
     stack_grids,
     summarise,
 )
+from shallowflow.reproductions.fields import Runs, Seed
 from shallowflow.training import Protocol, Trainer
 
 MAX_REL_WIDTH = 0.5  # thresholds less certain than this (median interval / N) decide nothing
@@ -44,11 +45,11 @@ VerdictRule = Callable[[dict[str, LawFit], np.ndarray, np.ndarray], tuple[str, s
 """A figure's law rule: (law fits, axis values, thresholds) -> (verdict, note)."""
 
 # Parameter fields shared by the scans (dana-fig4, dana-fig5 add the axis and the fixed value)
-Runs = Annotated[int, Field(ge=1, description="runs per n on the fitted grid")]
-CoarseRuns = Annotated[int, Field(ge=1, description="runs per n of the coarse bracketing search")]
+ScanRuns = Annotated[Runs, Field(description="runs per n on the fitted grid")]
+CoarseRuns = Annotated[Runs, Field(description="runs per n of the coarse bracketing search")]
 Span = Annotated[float, Field(gt=0, description="the grid spans N0 - span d .. N0 + span d")]
 Step = Annotated[float, Field(gt=0, description="grid step in units of d")]
-Seed = Annotated[int, Field(ge=0, description="base seed (the k-th axis value adds 10000 k)")]
+ScanSeed = Annotated[Seed, Field(description="base seed (the k-th axis value adds 10000 k)")]
 
 
 # ------------------------------------------------------------------------------------ simulate

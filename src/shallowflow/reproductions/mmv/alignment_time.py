@@ -67,6 +67,7 @@ from pydantic import Field
 from shallowflow.fits import bootstrap_mean, scaling_fits, slope_interval
 from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, run_time
 from shallowflow.reproductions.claims import Claim, band_verdict
+from shallowflow.reproductions.fields import Every, HiddenWidth, LearningRate, LossReading, Runs, Seed, Steps
 from shallowflow.reproductions.mmv.alignment_curves import (
     PAPER_LR,
     PAPER_WIDTH,
@@ -74,7 +75,6 @@ from shallowflow.reproductions.mmv.alignment_curves import (
     TOY_DESCRIPTION,
     TOY_X,
     TOY_Y,
-    Reading,
     all_aligned_iteration,
     iterations,
     mmv_experiment,
@@ -97,7 +97,7 @@ SIGNS = ("V_+", "V_-")
 class AlignmentTimeParams(Params):
     """Parameters of mmv-alignment-time."""
 
-    width: int = Field(ge=2, description="hidden neurons h")
+    width: HiddenWidth
     angles: list[Annotated[float, Field(gt=0, le=math.pi / 2)]] = Field(
         min_length=2, description="two-point angles a (mu = sin a) of the mu series; 0 excluded")
     mu_alpha: float = Field(gt=0, description="initial scale of the mu series")
@@ -105,12 +105,12 @@ class AlignmentTimeParams(Params):
         min_length=3, description="decimal logs of the initial scales alpha of the alpha series")
     alpha_angle: float = Field(gt=0, le=math.pi / 2, description="two-point angle of its alpha series")
     toy: bool = Field(description="run the toy 2-D alpha series")
-    runs: int = Field(ge=1, description="seeds per setting")
-    lr: float = Field(gt=0, description="GD step size")
-    steps: int = Field(gt=0, description="GD iterations")
-    every: int = Field(gt=0, description="iterations between records")
-    seed: int = Field(ge=0, description="base seed (shared by every setting)")
-    reading: Reading = Field(description="loss reading (alignment_curves.READINGS)")
+    runs: Runs = Field(description="seeds per setting")
+    lr: LearningRate = Field(description="GD step size")
+    steps: Steps = Field(description="GD iterations")
+    every: Every = Field(description="iterations between records")
+    seed: Seed = Field(description="base seed (shared by every setting)")
+    reading: LossReading
 
 
 _COMMON = {"width": PAPER_WIDTH, "lr": PAPER_LR, "seed": 0, "reading": PRIMARY, "toy": True,

@@ -32,6 +32,7 @@ from pydantic import Field
 from shallowflow.data.mnist import load_mnist_pair
 from shallowflow.reproductions.base import Figure, Section, run_time
 from shallowflow.reproductions.claims import Claim, band_verdict
+from shallowflow.reproductions.fields import Alpha, Every, HiddenWidth, LearningRate, Reading, Seed, Steps
 from shallowflow.reproductions.mmv.alignment_curves import (
     ALIGN_LEVEL,
     ONSET_DROP,
@@ -42,7 +43,6 @@ from shallowflow.reproductions.mmv.alignment_curves import (
     PRIMARY,
     READINGS,
     MnistSource,
-    Reading,
     alignment_iteration,
     curve_measures,
     iterations,
@@ -69,12 +69,12 @@ CURVES = ("loss", "cos_plus", "cos_plus_min", "cos_plus_max", "cos_minus", "cos_
 class MnistParams(MnistSource):
     """Parameters of the MNIST digit-pair reproductions."""
 
-    width: int = Field(ge=2, description="hidden neurons h")
-    alpha: float = Field(gt=0, description="initial scale: W and v entries N(0, alpha^2)")
-    lr: float = Field(gt=0, description="GD step size")
-    steps: int = Field(gt=0, description="GD iterations")
-    every: int = Field(gt=0, description="iterations between snapshots")
-    seed: int = Field(ge=0, description="seed of the initialisation")
+    width: HiddenWidth
+    alpha: Alpha
+    lr: LearningRate = Field(description="GD step size")
+    steps: Steps = Field(description="GD iterations")
+    every: Every
+    seed: Seed
     readings: list[Reading] = Field(min_length=1, description="loss readings (alignment_curves.READINGS)")
     primary: Reading = Field(description="the reading of the headline verdicts")
 

@@ -29,6 +29,7 @@ from pydantic import Field
 
 from shallowflow.reproductions.base import Figure, Reproduction, Section, run_time
 from shallowflow.reproductions.claims import Claim
+from shallowflow.reproductions.fields import Alpha, HiddenWidth, LearningRate, LossReading, Seed, Steps
 from shallowflow.reproductions.mmv.alignment_curves import (
     PAPER_ALPHA,
     PAPER_BATCH,
@@ -37,7 +38,6 @@ from shallowflow.reproductions.mmv.alignment_curves import (
     PAPER_WIDTH,
     PRIMARY,
     MnistSource,
-    Reading,
     first_layer_init,
     iterations,
     mmv_experiment,
@@ -54,14 +54,14 @@ NORM_RISE = 0.1  # the norm changes "start": first reach 10 % of their maximum
 class Fig12Params(MnistSource):
     """Parameters of mmv-fig12."""
 
-    width: int = Field(ge=2, description="hidden neurons h")
-    alpha: float = Field(gt=0, description="initial scale of W (and of v with both layers)")
-    lr: float = Field(gt=0, description="SGD step size")
-    steps: int = Field(gt=0, description="SGD iterations")
+    width: HiddenWidth
+    alpha: Alpha = Field(description="initial scale of W (and of v with both layers)")
+    lr: LearningRate = Field(description="SGD step size")
+    steps: Steps = Field(description="SGD iterations")
     batch: int = Field(gt=0, description="SGD batch size (capped at n)")
     every: int = Field(ge=2, description="iterations between change measurements")
-    seed: int = Field(ge=0, description="seed of the initialisation and the batches")
-    reading: Reading = Field(description="loss reading (alignment_curves.READINGS)")
+    seed: Seed = Field(description="seed of the initialisation and the batches")
+    reading: LossReading
 
 
 _COMMON = {"width": PAPER_WIDTH, "alpha": PAPER_ALPHA, "lr": PAPER_LR, "steps": PAPER_STEPS,

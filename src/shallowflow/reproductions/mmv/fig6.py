@@ -31,6 +31,7 @@ from pydantic import Field
 
 from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, run_time
 from shallowflow.reproductions.claims import Claim, band_verdict
+from shallowflow.reproductions.fields import Alpha, Every, HiddenWidth, LearningRate, LossReading, Seed, Steps
 from shallowflow.reproductions.mmv.alignment_curves import (
     PAPER_ALPHA,
     PAPER_LR,
@@ -39,7 +40,6 @@ from shallowflow.reproductions.mmv.alignment_curves import (
     TOY_DESCRIPTION,
     TOY_X,
     TOY_Y,
-    Reading,
     all_aligned_iteration,
     iterations,
     mmv_experiment,
@@ -58,13 +58,13 @@ BOUND_RTOL = 1e-9  # the loss bound is checked up to this relative slack
 class Fig6Params(Params):
     """Parameters of mmv-fig6."""
 
-    width: int = Field(ge=2, description="hidden neurons h")
-    alpha: float = Field(gt=0, description="initial scale: W and v entries N(0, alpha^2)")
-    lr: float = Field(gt=0, description="GD step size")
-    steps: int = Field(gt=0, description="GD iterations")
-    every: int = Field(gt=0, description="iterations between snapshots")
-    seed: int = Field(ge=0, description="seed of the initialisation")
-    reading: Reading = Field(description="loss reading (alignment_curves.READINGS)")
+    width: HiddenWidth
+    alpha: Alpha
+    lr: LearningRate = Field(description="GD step size")
+    steps: Steps = Field(description="GD iterations")
+    every: Every
+    seed: Seed
+    reading: LossReading
 
 
 _COMMON = {"width": PAPER_WIDTH, "alpha": PAPER_ALPHA, "lr": PAPER_LR, "every": 100, "seed": 0,

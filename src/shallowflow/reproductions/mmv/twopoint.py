@@ -35,6 +35,7 @@ from pydantic import Field
 
 from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, run_time
 from shallowflow.reproductions.claims import Claim, band_verdict
+from shallowflow.reproductions.fields import Alpha, Every, HiddenWidth, LearningRate, LossReading, Seed, Steps
 from shallowflow.reproductions.mmv.alignment_curves import (
     PAPER_ALPHA,
     PAPER_LR,
@@ -61,13 +62,13 @@ GROWN_SHARE = 0.9  # share of sum_{V_+} ||w_j||^2 carried by the S_+ neurons at 
 class TwoPointParams(Params):
     """Parameters of mmv-two-point."""
 
-    width: int = Field(ge=2, description="hidden neurons h")
-    alpha: float = Field(gt=0, description="initial scale: W and v entries N(0, alpha^2)")
-    lr: float = Field(gt=0, description="GD step size")
-    steps: int = Field(gt=0, description="GD iterations")
-    every: int = Field(gt=0, description="iterations between snapshots")
-    seed: int = Field(ge=0, description="seed of the initialisation (shared by the settings)")
-    reading: str = Field(description="loss reading (alignment_curves.READINGS)")
+    width: HiddenWidth
+    alpha: Alpha
+    lr: LearningRate = Field(description="GD step size")
+    steps: Steps = Field(description="GD iterations")
+    every: Every
+    seed: Seed = Field(description="seed of the initialisation (shared by the settings)")
+    reading: LossReading
     check: int = Field(gt=0, description="the paper's check iteration (Fig. 8: 7000)")
     late: int = Field(gt=0, description="the paper's late iteration (Fig. 8: 21 000)")
 

@@ -18,7 +18,6 @@ network and the limit process's inputs (:func:`~shallowflow.reproductions.town.s
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
 
 import numpy as np
 import xarray as xr
@@ -27,6 +26,7 @@ from pydantic import Field
 from shallowflow.labels import lambda_label
 from shallowflow.reproductions.base import Figure, Params, Reproduction, Section
 from shallowflow.reproductions.claims import Claim
+from shallowflow.reproductions.fields import Balance, LearningRate, Log10Lambda, RecordDt, Seed
 from shallowflow.reproductions.town.scale_runs import (
     limit_of,
     limit_processes,
@@ -42,15 +42,14 @@ class Fig4Params(Params):
 
     n: int = Field(ge=2, description="number of points n = d (X = I)")
     m: int = Field(ge=1, description="network width")
-    seed: int = Field(ge=0, description="seed of the labels and the initialisation")
-    log10_lambda: Annotated[float, Field(lt=0)] = Field(
-        description="decimal log of the initial scale lambda")
-    lr: float = Field(gt=0, description="GD learning rate on the MSE (1/n) sum r^2")
-    record_dt: float = Field(gt=0, description="record every this much flow time (besides the "
-                                               "snapshots)")
-    balance: Literal["free", "tied"] = Field(
+    seed: Seed = Field(description="seed of the labels and the initialisation")
+    log10_lambda: Log10Lambda
+    lr: LearningRate = Field(description="GD learning rate on the MSE (1/n) sum r^2")
+    record_dt: RecordDt = Field(description="record every this much flow time (besides the "
+                                            "snapshots)")
+    balance: Balance = Field(
         description="log-norm engine balance ('free': plain GD up to rounding)")
-    plane_seed: int = Field(ge=0, description="seed of the random projection plane of the figure")
+    plane_seed: Seed = Field(description="seed of the random projection plane of the figure")
 
 
 PRESETS = {
