@@ -19,7 +19,8 @@ import xarray as xr
 
 from conftest import check_reproduction_folder
 from shallowflow.reproductions import rejudge, run_reproduction
-from shallowflow.reproductions.mmv import fig12, mnist, twopoint
+from shallowflow.reproductions.mmv import digit_pairs as mnist
+from shallowflow.reproductions.mmv import fig12, twopoint
 from shallowflow.reproductions.mmv.alignment_curves import TOY_X, TOY_Y, mmv_experiment
 from shallowflow.theory.alignment import mu_separation
 from shallowflow.training import train
