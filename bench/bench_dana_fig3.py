@@ -117,7 +117,7 @@ def step_rate(R: int, n: int, dtype: str = "float64", threads: int | None = None
     (compilation, data generation and the call's fixed costs cancel). ``threads``: the driver's
     shards (None: its policy, one per core; 1: the whole batch in one thread)."""
     from shallowflow.dynamics import driver
-    from shallowflow.reproductions.dana.convergence import convergence_experiment
+    from shallowflow.reproductions.dana.convergence_grids import convergence_experiment
     from shallowflow.training import train
 
     def run(count: int) -> float:
@@ -175,7 +175,7 @@ def run_grid(ns: Sequence[int], runs: int, rebatch: bool, dtype: str = "float64"
     """Train the protocol's runs at every n (one batch per n, as the reproduction does) with
     re-batching on or off; per n the wall time, mean steps run and useful GFLOP."""
     from shallowflow.dynamics import simulate
-    from shallowflow.reproductions.dana.convergence import convergence_experiment
+    from shallowflow.reproductions.dana.convergence_grids import convergence_experiment
     from shallowflow.training import train
 
     with _default(simulate, "rebatch", rebatch):
@@ -188,7 +188,7 @@ def run_grid(ns: Sequence[int], runs: int, rebatch: bool, dtype: str = "float64"
             p = exp.model.width
             # lr = 1: flow time = steps; a run that did not stop ran the whole budget
             steps = np.where(ds.stopped.values, ds.stop_step.values, int(ds.step[-1]))
-            # the paper text's rule (dana.convergence): smallest recorded loss < C_y^- / (2n)
+            # the paper text's rule (dana.convergence_grids): smallest recorded loss < C_y^- / (2n)
             text = np.nanmin(ds.loss.values, axis=1) < np.abs(ds.y.values).min(axis=-1) / (2 * n)
             rows.append({"n": n, "p": p, "wall_s": wall, "budget": exp.train.duration,
                          "mean_steps": float(steps.mean()),

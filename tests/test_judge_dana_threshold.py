@@ -13,7 +13,7 @@ from shallowflow.fits import LawFit
 from shallowflow.reproductions import catalogue
 from shallowflow.reproductions.base import resolve_params
 from shallowflow.reproductions.dana import fig3, fig4, fig5, threshold
-from shallowflow.reproductions.dana.convergence import grid_part, stack_grids
+from shallowflow.reproductions.dana.convergence_grids import grid_part, stack_grids
 from shallowflow.reproductions.dana.threshold import read_scan, uncertainty
 from shallowflow.store import read_netcdf, write_netcdf
 

@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from shallowflow.reproductions.town import convergence, fig1, fig3, fig4
-from shallowflow.reproductions.town.setup import limit_fitted_counts, limit_of
+from shallowflow.reproductions.town import fig1, fig3, fig4
+from shallowflow.reproductions.town import limit_convergence as convergence
+from shallowflow.reproductions.town.scale_runs import limit_fitted_counts, limit_of
 from shallowflow.theory.saddle_process import SaddleProcess
 
 Y = np.array([3.0, 4.0, 1.0, 2.0, 1.5])

@@ -178,7 +178,7 @@ def init_ds(labels: dict[str, list[str]], losses: dict[str, list[float]],
 
 
 def init_claims(ds: xr.Dataset) -> dict:
-    from shallowflow.reproductions.boursier import init
+    from shallowflow.reproductions.boursier import init_limits as init
 
     P = init.InitParams.model_validate(init.PRESETS["quick"])
     return {c.id: c.verdict for c in init.judge(ds, P)}
@@ -229,7 +229,7 @@ def test_bf_fig2_tiny_end_to_end(tmp_path):
 
 
 def test_alignment_rules_on_synthetic_phase_tables():
-    from shallowflow.reproductions.boursier.alignment import aligned_claim, scaling_claim
+    from shallowflow.reproductions.boursier.alignment_length import aligned_claim, scaling_claim
 
     L = np.repeat([5.0, 10.0, 20.0, 40.0, 80.0], 3)
     jitter = np.tile([-0.05, 0.0, 0.05], 5)

@@ -10,7 +10,7 @@ import pytest
 from conftest import RecordingExecutor, check_reproduction_folder
 from shallowflow.reproductions import catalogue, rejudge, run_reproduction
 from shallowflow.reproductions.base import RESULTS, resolve_params
-from shallowflow.reproductions.dana.convergence import grid_part
+from shallowflow.reproductions.dana.convergence_grids import grid_part
 from shallowflow.reproductions.dana.threshold import grid_threshold, read_scan
 from shallowflow.store import read_netcdf
 

@@ -19,8 +19,9 @@ import xarray as xr
 
 from conftest import check_reproduction_folder
 from shallowflow.reproductions import rejudge, run_reproduction
-from shallowflow.reproductions.mmv import fig12, mnist, twopoint
-from shallowflow.reproductions.mmv.setup import TOY_X, TOY_Y, mmv_experiment
+from shallowflow.reproductions.mmv import digit_pairs as mnist
+from shallowflow.reproductions.mmv import fig12, twopoint
+from shallowflow.reproductions.mmv.alignment_curves import TOY_X, TOY_Y, mmv_experiment
 from shallowflow.theory.alignment import mu_separation
 from shallowflow.training import train
 
@@ -202,7 +203,7 @@ def test_fig6_tiny_end_to_end(tmp_path):
 def test_rank_bound_reads_the_experiment_start_in_the_theory_form():
     """W(0) = eps W_0 with eps = alpha sqrt(D): 4 sqrt(h) eps W_max^2 = 4 sqrt(h) max_j ||w_j(0)||^2
     / (alpha sqrt(D)); the bound tends to 2 as ||W||_2^2 grows (docs/math.md §4.2)."""
-    from shallowflow.reproductions.mmv.mnist import rank_bound
+    from shallowflow.reproductions.mmv.digit_pairs import rank_bound
 
     h, D, alpha = 4, 9, 1e-3
     W = np.zeros((2, h, D))
@@ -216,7 +217,7 @@ def test_rank_bound_reads_the_experiment_start_in_the_theory_form():
 def test_mnist_reproductions_take_a_users_files(tmp_path):
     """``mnist_path`` replaces the embedded subset (any number of images per digit); without it
     more than 500 per digit is refused, naming the field."""
-    from shallowflow.reproductions.mmv.setup import MnistSource, mmv_experiment
+    from shallowflow.reproductions.mmv.alignment_curves import MnistSource, mmv_experiment
 
     rng = np.random.default_rng(0)
     labels = np.array([1, 0, 1, 7, 0, 1])

@@ -8,7 +8,7 @@ only the entry points switch it on for the whole process, with :func:`enable_ful
   the batch preparation every training task starts with,
   :func:`shallowflow.experiment.prepare_batch` (in the executor's threads or worker processes
   too; so does a caller of ``prepare_batch`` such as
-  :func:`shallowflow.theory.saddle_process.from_experiment`);
+  :func:`shallowflow.overlays.saddle_process_from_experiment`);
 * reproductions: :func:`shallowflow.reproductions.run_reproduction`.
 
 Everything else (data generators, theory, the stationary analysis, plots) leaves the process's

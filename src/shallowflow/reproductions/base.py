@@ -41,6 +41,7 @@ from shallowflow.executors import Executor
 from shallowflow.output import claim, write_text
 from shallowflow.reproductions import report
 from shallowflow.reproductions.claims import Claim, to_json
+from shallowflow.reproductions.index import lookup
 from shallowflow.store import provenance, read_netcdf, write_netcdf
 from shallowflow.training import Trainer, trainer
 
@@ -100,16 +101,6 @@ class Reproduction:
                 raise ValueError(f"{self.name} preset {preset!r}: {err}") from None
 
 
-REGISTRY: dict[str, Reproduction] = {}
-
-
-def register(rep: Reproduction) -> Reproduction:
-    if rep.name in REGISTRY:
-        raise ValueError(f"reproduction {rep.name!r} registered twice")
-    REGISTRY[rep.name] = rep
-    return rep
-
-
 def _validate(rep: Reproduction, values: Mapping[str, Any], source: str) -> Params:
     try:
         return rep.params.model_validate(dict(values))
@@ -133,27 +124,6 @@ def resolve_params(rep: Reproduction, preset: str, overrides: list[str] | None =
                               f"allowed: {', '.join(rep.params.model_fields)}")
         values[key] = value
     return _validate(rep, values, f"preset {preset}")
-
-
-def _lookup(name: str) -> Reproduction:
-    """The reproduction ``name``: module ``reproductions/<paper>/<figure>.py`` for the name
-    ``<paper>-<figure>`` registers it; the whole catalogue is read only for the error message."""
-    import importlib
-
-    from shallowflow.reproductions import catalogue
-
-    paper, _, figure = name.partition("-")
-    if name not in REGISTRY and paper.isidentifier() and figure.isidentifier():
-        try:
-            importlib.import_module(f"shallowflow.reproductions.{paper}.{figure}")
-        except ModuleNotFoundError:
-            pass
-    if name in REGISTRY:
-        return REGISTRY[name]
-    reps = catalogue()
-    if name not in reps:
-        raise ConfigError(f"name: unknown reproduction {name!r}; allowed: {', '.join(reps)}")
-    return reps[name]
 
 
 def _finish(rep: Reproduction, folder: Path, ds: xr.Dataset, params: Params, preset: str,
@@ -208,7 +178,7 @@ def run_reproduction(name: str, out: str | Path, preset: str = "quick",
     training them again (without it, they are discarded and everything is trained).
     ``precision``: float64 (default) or float32, certified on a sample of runs rerun in float64
     (:class:`~shallowflow.certificate.Precision`); the report says which, with the verdict."""
-    rep = _lookup(name)
+    rep = lookup(name)
     params = resolve_params(rep, preset, overrides)
     with claim(out, "reproduction", overwrite) as place:
         enable_full_precision()
@@ -241,7 +211,7 @@ def rejudge(name: str, source: str | Path, out: str | Path,
             overwrite: bool = False) -> tuple[Path, list[Claim]]:
     """Judge and draw a saved reproduction folder ``source`` again, without training, into the
     new folder ``out`` (its ``results.nc`` is copied there)."""
-    rep = _lookup(name)
+    rep = lookup(name)
     source = Path(source)
     saved_file, results = source / "params.json", source / RESULTS
     if not saved_file.is_file() or not results.is_file():

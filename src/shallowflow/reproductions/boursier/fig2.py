@@ -11,7 +11,7 @@ Phase 2 (output at the OLS line; (e, f)), convergence ((g, h)), with the initial
 
 Saved Dataset (``results.nc``): the run's records (``loss``, ``a``, ``W``, ``output`` against
 flow time), its data and initial network; judge and draw recompute the alignment diagnostics and
-phase ends from them (``setup.run_measures``). Figures: the snapshot pairs, the curves with the
+phase ends from them (``phases.run_measures``). Figures: the snapshot pairs, the curves with the
 phase ends, and the animation ``fig2_animation.gif`` (one frame per record).
 """
 
@@ -26,8 +26,8 @@ from pydantic import Field
 
 from shallowflow.curves import BF_ALIGN_LEVEL
 from shallowflow.labels import lambda_label
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register, run_time
-from shallowflow.reproductions.boursier.setup import (
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, run_time
+from shallowflow.reproductions.boursier.phases import (
     PAPER_OLS_LOSS,
     PHASES,
     RunMeasures,
@@ -41,6 +41,7 @@ from shallowflow.reproductions.boursier.setup import (
     snapshot_panels,
 )
 from shallowflow.reproductions.claims import Claim, band_verdict
+from shallowflow.reproductions.fields import AlignmentAngle, Frames, LearningRate, Log10Lambda, Seed, Steps
 from shallowflow.theory.ols import theorem2_limit
 from shallowflow.training import Trainer
 
@@ -49,13 +50,13 @@ class Fig2Params(Params):
     """Parameters of bf-fig2."""
 
     m: int = Field(ge=2, description="network width")
-    log10_lambda: float = Field(lt=0, description="decimal log of the initial scale lambda")
-    lr: float = Field(gt=0, description="GD learning rate on (1/n) sum (h - y)^2")
-    steps: int = Field(gt=0, description="GD steps")
-    seed: int = Field(ge=0, description="seed of the initialisation")
+    log10_lambda: Log10Lambda
+    lr: LearningRate = Field(description="GD learning rate on (1/n) sum (h - y)^2")
+    steps: Steps
+    seed: Seed
     points: int = Field(ge=20, description="geometrically spaced records (snapshots of a and W)")
-    delta: float = Field(gt=0, lt=math.pi / 2, description="alignment angle (radians)")
-    frames: int = Field(ge=2, description="most frames of the animation")
+    delta: AlignmentAngle
+    frames: Frames
 
 
 PRESETS = {
@@ -285,7 +286,7 @@ def protocol(ds: xr.Dataset, P: Fig2Params) -> list[Section]:
         run_time(ds)]
 
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "bf-fig2", "early alignment and convergence to the OLS stationary point on 3 points",
     "Boursier, Flammarion (002), Figure 2", params=Fig2Params, presets=PRESETS,
-    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY))
+    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY)

@@ -23,8 +23,8 @@ from pydantic import Field
 
 from shallowflow.curves import EVENT_DROP, growth_events
 from shallowflow.labels import lambda_label
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register, run_time
-from shallowflow.reproductions.boursier.setup import (
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, run_time
+from shallowflow.reproductions.boursier.phases import (
     bf_experiment,
     data_of,
     effective_kinks,
@@ -32,6 +32,7 @@ from shallowflow.reproductions.boursier.setup import (
     snapshot_panels,
 )
 from shallowflow.reproductions.claims import Claim
+from shallowflow.reproductions.fields import Frames, LearningRate, Log10Lambda, Seed, Steps
 from shallowflow.theory.bf_alignment import alignment
 from shallowflow.training import Trainer
 
@@ -41,13 +42,13 @@ class Fig3Params(Params):
 
     n: int = Field(ge=10, description="number of points")
     m: int = Field(ge=2, description="network width")
-    log10_lambda: float = Field(lt=0, description="decimal log of the initial scale lambda")
-    lr: float = Field(gt=0, description="GD learning rate")
-    steps: int = Field(gt=0, description="GD steps")
-    seed: int = Field(ge=0, description="seed of the data and the initialisation")
+    log10_lambda: Log10Lambda
+    lr: LearningRate
+    steps: Steps
+    seed: Seed = Field(description="seed of the data and the initialisation")
     points: int = Field(ge=20, description="geometric records (snapshots of a and W)")
     onedim: str = Field(pattern="^(auto|on|off)$", description="train.onedim (exact 1-D step)")
-    frames: int = Field(ge=2, description="most frames of the animation")
+    frames: Frames
 
 
 PRESETS = {
@@ -233,7 +234,7 @@ def protocol(ds: xr.Dataset, P: Fig3Params) -> list[Section]:
         run_time(ds)]
 
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "bf-fig3", "loss of omnidirectionality and a spurious limit on Stewart et al.'s data",
     "Boursier, Flammarion (002), Figure 3", params=Fig3Params, presets=PRESETS,
-    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY))
+    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY)

@@ -37,8 +37,9 @@ from shallowflow import init as inits
 from shallowflow.config import Experiment, experiment_from_mapping
 from shallowflow.curves import first_crossing
 from shallowflow.precision import float64
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section
 from shallowflow.reproductions.claims import Claim
+from shallowflow.reproductions.fields import LearningRate
 from shallowflow.theory import group_dynamics as group
 from shallowflow.training import Trainer
 
@@ -48,7 +49,7 @@ class Fig2Params(Params):
 
     ns: list[int] = Field(min_length=1, description="sizes n of the gradient-descent problems "
                           "(multiples of the number of groups)")
-    lr: float = Field(gt=0, description="step of the coarse GD run (the fine run uses lr/2)")
+    lr: LearningRate = Field(description="step of the coarse GD run (the fine run uses lr/2)")
     span: float = Field(gt=0, description="horizon in units of t_n = (sqrt(np)/4) log(np)")
     records: int = Field(ge=1, description="about this many loss records per run")
     eps: float = Field(gt=0, lt=0.5, description="transition window between the levels "
@@ -467,10 +468,10 @@ def protocol(ds: xr.Dataset, P: Fig2Params) -> list[Section]:
         "the authors' script evaluates the closed form with c_0 = 1 at n = 100 + floor(e^42)."))]
 
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "dana-fig2", "phase transition of the group dynamics",
     "Dana, Pillaud-Vivien, Bach (000), Figure 2 and Theorem 2", Fig2Params, PRESETS,
     simulate, judge, draw, protocol,
     summary="Phase transitions of the loss of a two-neuron group-initialised network on "
             "orthonormal data (Figure 2 and Theorem 2 of the paper): the closed form at the "
-            "paper's n and gradient descent at moderate n."))
+            "paper's n and gradient descent at moderate n.")

@@ -6,7 +6,7 @@ final loss, relative to the initial one, is about 0.6 % beyond the threshold. Th
 fitted here by binomial maximum likelihood of a logistic curve with free slope (the authors'
 code fixes the slope; that fit is reported as a variant).
 
-Saved Dataset: the convergence grids (:mod:`shallowflow.reproductions.dana.convergence`) on
+Saved Dataset: the convergence grids (:mod:`shallowflow.reproductions.dana.convergence_grids`) on
 ``grid, n, run``: ``gaussian_0`` (the paper's grid), ``gaussian_1`` (the extension below it, if
 any) and ``uniform_0`` (the authors' code's uniform first layer, if any); ``init`` on ``grid``.
 """
@@ -25,15 +25,16 @@ from shallowflow.fits import (
     grid_sigmoid_threshold,
     logistic_threshold,
 )
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section
 from shallowflow.reproductions.claims import Claim, interval_verdict
-from shallowflow.reproductions.dana.convergence import (
+from shallowflow.reproductions.dana.convergence_grids import (
     convergence_grid,
     grid_part,
     normalised_final_loss,
     stack_grids,
     summarise,
 )
+from shallowflow.reproductions.fields import Runs, Seed
 from shallowflow.theory.good_init import lemma5_bound
 from shallowflow.training import Trainer
 
@@ -45,12 +46,12 @@ class Fig3Params(Params):
     n_min: int = Field(ge=2, description="first n of the main grid")
     n_max: int = Field(ge=2, description="last n of the main grid")
     n_step: int = Field(ge=1, description="step of the n grids")
-    runs: int = Field(ge=1, description="runs per n on the main grid (Gaussian first layer)")
+    runs: Runs = Field(description="runs per n on the main grid (Gaussian first layer)")
     extend_min: int = Field(ge=0, description="first n of the extension below n_min (0: none)")
     extend_runs: int = Field(ge=0, description="runs per n on the extension (0: none)")
     variant_runs: int = Field(ge=0, description="runs per n with the authors' code's uniform "
                               "first layer, on both grids (0: none)")
-    seed: int = Field(ge=0, description="base seed (extension + 3, uniform variant + 7)")
+    seed: Seed = Field(description="base seed (extension + 3, uniform variant + 7)")
 
     @model_validator(mode="after")
     def _grid(self) -> Fig3Params:
@@ -283,9 +284,9 @@ def protocol(ds: xr.Dataset, P: Fig3Params) -> list[Section]:
         f"{P.extend_min}..{P.n_min - P.n_step} with {P.extend_runs} runs per n (0: none)."))]
 
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "dana-fig3", "convergence probability and final loss against n",
     "Dana, Pillaud-Vivien, Bach (000), Figure 3", Fig3Params, PRESETS,
     simulate, judge, draw, protocol,
     summary="Convergence probability of DPB's two-layer ReLU network on random sphere data as "
-            "the number of points n grows at fixed dimension d (Figure 3 of the paper)."))
+            "the number of points n grows at fixed dimension d (Figure 3 of the paper).")

@@ -12,11 +12,11 @@ import numpy as np
 from pydantic import Field
 
 from shallowflow.fits import LawFit
-from shallowflow.reproductions.base import Params, Reproduction, register
+from shallowflow.reproductions.base import Params, Reproduction
 from shallowflow.reproductions.dana.threshold import (
     CoarseRuns,
-    Runs,
-    Seed,
+    ScanRuns,
+    ScanSeed,
     Span,
     Step,
     ThresholdScan,
@@ -29,11 +29,11 @@ class Fig4Params(Params):
     d_values: list[Annotated[int, Field(ge=1)]] = Field(
         min_length=1, description="dimensions d at which the threshold is found")
     p: int = Field(ge=1, description="number of neurons (fixed)")
-    runs: Runs
+    runs: ScanRuns
     coarse_runs: CoarseRuns
     span: Span
     step: Step
-    seed: Seed
+    seed: ScanSeed
 
 
 PRESETS = {
@@ -66,8 +66,8 @@ def linear_rule(fits: dict[str, LawFit], x: np.ndarray, N: np.ndarray) -> tuple[
 
 SCAN = ThresholdScan("d", "linearly", linear_rule)
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "dana-fig4", "convergence threshold against d", "Dana, Pillaud-Vivien, Bach (000), Figure 4",
     Fig4Params, PRESETS, SCAN.simulate, SCAN.judge, SCAN.draw, SCAN.protocol,
     summary="The convergence threshold N(d, p) of DPB's network on sphere data against the "
-            "dimension d at fixed width p (Figure 4 of the paper)."))
+            "dimension d at fixed width p (Figure 4 of the paper).")

@@ -12,11 +12,11 @@ import numpy as np
 from pydantic import Field
 
 from shallowflow.fits import LawFit
-from shallowflow.reproductions.base import Params, Reproduction, register
+from shallowflow.reproductions.base import Params, Reproduction
 from shallowflow.reproductions.dana.threshold import (
     CoarseRuns,
-    Runs,
-    Seed,
+    ScanRuns,
+    ScanSeed,
     Span,
     Step,
     ThresholdScan,
@@ -29,11 +29,11 @@ class Fig5Params(Params):
     p_values: list[Annotated[int, Field(ge=1)]] = Field(
         min_length=1, description="numbers of neurons p at which the threshold is found")
     d: int = Field(ge=1, description="input dimension (fixed)")
-    runs: Runs
+    runs: ScanRuns
     coarse_runs: CoarseRuns
     span: Span
     step: Step
-    seed: Seed
+    seed: ScanSeed
 
 
 PRESETS = {
@@ -58,8 +58,8 @@ def sublinear_rule(fits: dict[str, LawFit], x: np.ndarray, N: np.ndarray) -> tup
 
 SCAN = ThresholdScan("p", "sub-linearly", sublinear_rule)
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "dana-fig5", "convergence threshold against p", "Dana, Pillaud-Vivien, Bach (000), Figure 5",
     Fig5Params, PRESETS, SCAN.simulate, SCAN.judge, SCAN.draw, SCAN.protocol,
     summary="The convergence threshold N(d, p) of DPB's network on sphere data against the "
-            "width p at fixed dimension d (Figure 5 of the paper)."))
+            "width p at fixed dimension d (Figure 5 of the paper).")

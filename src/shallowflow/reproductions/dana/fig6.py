@@ -35,8 +35,9 @@ from pydantic import Field, model_validator
 
 from shallowflow.config import Experiment, experiment_from_mapping
 from shallowflow.fits import bootstrap_slope, positive_mean
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section
 from shallowflow.reproductions.claims import Claim, band_verdict
+from shallowflow.reproductions.fields import Runs, Seed
 from shallowflow.theory import pl_bounds
 from shallowflow.theory.data_constants import data_constants
 from shallowflow.theory.good_init import good_init_event, lemma5_bound, neurons_for
@@ -51,13 +52,13 @@ class Fig6Params(Params):
     n_min: int = Field(gt=1, description="smallest n")
     n_max: int = Field(gt=1, description="largest n (included when on the step grid)")
     n_step: int = Field(gt=0, description="step of the n grid")
-    runs: int = Field(ge=1, description="runs per n with the paper's Gaussian first layer")
+    runs: Runs = Field(description="runs per n with the paper's Gaussian first layer")
     variant_runs: int = Field(ge=0, description="runs per n with the code's uniform first "
                               "layer (0: no variant)")
     avg_epochs: int = Field(ge=1, description="epochs averaged by the code's mu(t_inf)")
     run_chunk: int = Field(ge=1, description="most runs trained in one batch")
     bootstrap: int = Field(ge=1, description="bootstrap resamples of each slope")
-    seed: int = Field(ge=0, description="base seed (n index k adds 1000 k, the variant 7)")
+    seed: Seed = Field(description="base seed (n index k adds 1000 k, the variant 7)")
 
     @model_validator(mode="after")
     def _grid(self) -> Fig6Params:
@@ -467,10 +468,10 @@ def protocol(ds: xr.Dataset, P: Fig6Params) -> list[Section]:
     ]
 
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "dana-fig6", "local-PL measures against n on orthogonal data",
     "Dana, Pillaud-Vivien, Bach (000), Figure 6 and App. B Experiment 2", Fig6Params, PRESETS,
     simulate, judge, draw, protocol,
     summary="Scaling of the local-PL curvature with n on orthogonal data (Figure 6 of the "
             "paper): the single-step and average curvature at the end of training and Lemma "
-            "7's lower and upper bounds, with their log-log slopes."))
+            "7's lower and upper bounds, with their log-log slopes.")

@@ -10,7 +10,7 @@ span = 15, step = 1.
 
 :class:`ThresholdScan` is the reproduction of a scan of N along ``d`` (dana-fig4) or ``p``
 (dana-fig5): ``simulate`` runs the protocol at every value of the axis (the grids are saved with
-:func:`~shallowflow.reproductions.dana.convergence.stack_grids`, ``grid`` = the axis value),
+:func:`~shallowflow.reproductions.dana.convergence_grids.stack_grids`, ``grid`` = the axis value),
 ``judge`` fits linear, power-law and logarithmic laws to the thresholds and applies the figure's
 verdict rule, ``draw`` and ``protocol`` show the thresholds and the fits.
 """
@@ -28,13 +28,14 @@ from pydantic import Field
 from shallowflow.fits import LawFit, ThresholdFit, logistic_threshold, scaling_fits
 from shallowflow.reproductions.base import Figure, Section
 from shallowflow.reproductions.claims import Claim
-from shallowflow.reproductions.dana.convergence import (
+from shallowflow.reproductions.dana.convergence_grids import (
     GridRequest,
     grid_part,
     grid_steps,
     stack_grids,
     summarise,
 )
+from shallowflow.reproductions.fields import Runs, Seed
 from shallowflow.training import Protocol, Trainer
 
 MAX_REL_WIDTH = 0.5  # thresholds less certain than this (median interval / N) decide nothing
@@ -44,11 +45,11 @@ VerdictRule = Callable[[dict[str, LawFit], np.ndarray, np.ndarray], tuple[str, s
 """A figure's law rule: (law fits, axis values, thresholds) -> (verdict, note)."""
 
 # Parameter fields shared by the scans (dana-fig4, dana-fig5 add the axis and the fixed value)
-Runs = Annotated[int, Field(ge=1, description="runs per n on the fitted grid")]
-CoarseRuns = Annotated[int, Field(ge=1, description="runs per n of the coarse bracketing search")]
+ScanRuns = Annotated[Runs, Field(description="runs per n on the fitted grid")]
+CoarseRuns = Annotated[Runs, Field(description="runs per n of the coarse bracketing search")]
 Span = Annotated[float, Field(gt=0, description="the grid spans N0 - span d .. N0 + span d")]
 Step = Annotated[float, Field(gt=0, description="grid step in units of d")]
-Seed = Annotated[int, Field(ge=0, description="base seed (the k-th axis value adds 10000 k)")]
+ScanSeed = Annotated[Seed, Field(description="base seed (the k-th axis value adds 10000 k)")]
 
 
 # ------------------------------------------------------------------------------------ simulate

@@ -2,10 +2,10 @@
 Theorem 1's t_1 bound drawn over it (new, beyond the paper's figures; paper 004, Theorem 1 and
 §3's discussion of t_1).
 
-Alignment time: the definition of mmv-two-point and mmv-fig6, ``setup.all_aligned_iteration``:
+Alignment time: the definition of mmv-two-point and mmv-fig6, ``alignment_curves.all_aligned_iteration``:
 the first recorded iteration from which on every neuron of V_+ is in S_+ or S_dead and every
 neuron of V_- in S_- or S_dead (signs from the current v; NaN if not by the last record). Loss
-onset: ``setup.onset_iteration`` (first record with L <= 0.99 L(0)), the end of the small-norm
+onset: ``alignment_curves.onset_iteration`` (first record with L <= 0.99 L(0)), the end of the small-norm
 phase.
 
 Three series, each over ``runs`` seeds (the same seed gives the same initial directions in every
@@ -16,7 +16,7 @@ setting, the scale only multiplies them):
   then lies on the boundary of S_+ ( <x_1, x_2> = 0 ), the positive neurons stop at x_1 or x_2
   (Fig. 9, mmv-two-point) and the alignment time is not defined;
 * ``alpha two-point``: the same data at the angle ``alpha_angle``, over the scales alpha;
-* ``alpha toy``: the toy 2-D set of ``setup.TOY_X``/``TOY_Y`` (mmv-fig6's data), over the scales.
+* ``alpha toy``: the toy 2-D set of ``alignment_curves.TOY_X``/``TOY_Y`` (mmv-fig6's data), over the scales.
 
 Theorem 1's bound per run (docs/math.md §4.2; ``theory.alignment.theorem1_constants`` on the
 data and the run's initial W, v with eps = 1): t_1 = 16 log n/(min{zeta, xi} sqrt(mu) X_min), times
@@ -65,16 +65,16 @@ import xarray as xr
 from pydantic import Field
 
 from shallowflow.fits import bootstrap_mean, scaling_fits, slope_interval
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register, run_time
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, run_time
 from shallowflow.reproductions.claims import Claim, band_verdict
-from shallowflow.reproductions.mmv.setup import (
+from shallowflow.reproductions.fields import Every, HiddenWidth, LearningRate, LossReading, Runs, Seed, Steps
+from shallowflow.reproductions.mmv.alignment_curves import (
     PAPER_LR,
     PAPER_WIDTH,
     PRIMARY,
     TOY_DESCRIPTION,
     TOY_X,
     TOY_Y,
-    Reading,
     all_aligned_iteration,
     iterations,
     mmv_experiment,
@@ -97,7 +97,7 @@ SIGNS = ("V_+", "V_-")
 class AlignmentTimeParams(Params):
     """Parameters of mmv-alignment-time."""
 
-    width: int = Field(ge=2, description="hidden neurons h")
+    width: HiddenWidth
     angles: list[Annotated[float, Field(gt=0, le=math.pi / 2)]] = Field(
         min_length=2, description="two-point angles a (mu = sin a) of the mu series; 0 excluded")
     mu_alpha: float = Field(gt=0, description="initial scale of the mu series")
@@ -105,12 +105,12 @@ class AlignmentTimeParams(Params):
         min_length=3, description="decimal logs of the initial scales alpha of the alpha series")
     alpha_angle: float = Field(gt=0, le=math.pi / 2, description="two-point angle of its alpha series")
     toy: bool = Field(description="run the toy 2-D alpha series")
-    runs: int = Field(ge=1, description="seeds per setting")
-    lr: float = Field(gt=0, description="GD step size")
-    steps: int = Field(gt=0, description="GD iterations")
-    every: int = Field(gt=0, description="iterations between records")
-    seed: int = Field(ge=0, description="base seed (shared by every setting)")
-    reading: Reading = Field(description="loss reading (setup.READINGS)")
+    runs: Runs = Field(description="seeds per setting")
+    lr: LearningRate = Field(description="GD step size")
+    steps: Steps = Field(description="GD iterations")
+    every: Every = Field(description="iterations between records")
+    seed: Seed = Field(description="base seed (shared by every setting)")
+    reading: LossReading
 
 
 _COMMON = {"width": PAPER_WIDTH, "lr": PAPER_LR, "seed": 0, "reading": PRIMARY, "toy": True,
@@ -240,7 +240,7 @@ def mu_claim(tab: dict[str, np.ndarray]) -> Claim:
         "slower_as_mu_falls", "The alignment time grows as mu falls (Theorem 1: t_1 = "
         "O(log n/sqrt(mu)); Figs. 7-8)", "non-decreasing as mu falls",
         {f"mu {m:.4g}": float(med[i]) for i, m in enumerate(mus)}, verdict, None,
-        f"Median over the seeds of the alignment iteration (setup.all_aligned_iteration; never "
+        f"Median over the seeds of the alignment iteration (alignment_curves.all_aligned_iteration; never "
         f"reached = later than any reached). Ordering over the grid "
         f"{'holds' if monotone else 'fails'}; smallest mu later than largest "
         f"{'holds' if ends else 'fails'}. Log-log slope of the alignment iteration against 1/mu "
@@ -458,8 +458,8 @@ def protocol(ds: xr.Dataset, P: AlignmentTimeParams) -> list[Section]:
         run_time(ds, runs=True)]
 
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "mmv-alignment-time", "alignment time against mu and log(1/alpha), with the t_1 bound",
     "Min, Mallada, Vidal (004), Theorem 1 (new figure)", params=AlignmentTimeParams,
     presets=PRESETS, simulate=simulate, judge=judge, draw=draw, protocol=protocol,
-    summary=SUMMARY))
+    summary=SUMMARY)

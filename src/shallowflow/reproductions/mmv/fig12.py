@@ -7,7 +7,7 @@ Protocol: MNIST 1 (+1) vs 0 (-1) as in Fig. 5, h = 50, SGD with step 2e-3 and th
 2000. The embedded subset has at most 1000 images per pair, so the batch is min(2000, n), i.e.
 the full batch (SGD then equals GD; said in the report). Both layers: W and v entries
 N(0, alpha^2). First layer only (``train.layers = "first"``): W entries N(0, alpha^2), v_j = +-1
-fixed (``setup.first_layer_init``). The A.5 "changes" (docs/math.md §4.4) are measured every
+fixed (``alignment_curves.first_layer_init``). The A.5 "changes" (docs/math.md §4.4) are measured every
 ``every`` iterations as finite differences over one step (records at k and k + 1;
 ``theory.alignment.changes_from_snapshots``), which with the full batch is the rate of a full
 gradient step to first order.
@@ -27,9 +27,10 @@ import numpy as np
 import xarray as xr
 from pydantic import Field
 
-from shallowflow.reproductions.base import Figure, Reproduction, Section, register, run_time
+from shallowflow.reproductions.base import Figure, Reproduction, Section, run_time
 from shallowflow.reproductions.claims import Claim
-from shallowflow.reproductions.mmv.setup import (
+from shallowflow.reproductions.fields import Alpha, HiddenWidth, LearningRate, LossReading, Seed, Steps
+from shallowflow.reproductions.mmv.alignment_curves import (
     PAPER_ALPHA,
     PAPER_BATCH,
     PAPER_LR,
@@ -37,7 +38,6 @@ from shallowflow.reproductions.mmv.setup import (
     PAPER_WIDTH,
     PRIMARY,
     MnistSource,
-    Reading,
     first_layer_init,
     iterations,
     mmv_experiment,
@@ -54,14 +54,14 @@ NORM_RISE = 0.1  # the norm changes "start": first reach 10 % of their maximum
 class Fig12Params(MnistSource):
     """Parameters of mmv-fig12."""
 
-    width: int = Field(ge=2, description="hidden neurons h")
-    alpha: float = Field(gt=0, description="initial scale of W (and of v with both layers)")
-    lr: float = Field(gt=0, description="SGD step size")
-    steps: int = Field(gt=0, description="SGD iterations")
+    width: HiddenWidth
+    alpha: Alpha = Field(description="initial scale of W (and of v with both layers)")
+    lr: LearningRate = Field(description="SGD step size")
+    steps: Steps = Field(description="SGD iterations")
     batch: int = Field(gt=0, description="SGD batch size (capped at n)")
     every: int = Field(ge=2, description="iterations between change measurements")
-    seed: int = Field(ge=0, description="seed of the initialisation and the batches")
-    reading: Reading = Field(description="loss reading (setup.READINGS)")
+    seed: Seed = Field(description="seed of the initialisation and the batches")
+    reading: LossReading
 
 
 _COMMON = {"width": PAPER_WIDTH, "alpha": PAPER_ALPHA, "lr": PAPER_LR, "steps": PAPER_STEPS,
@@ -177,10 +177,10 @@ def protocol(ds: xr.Dataset, P: Fig12Params) -> list[Section]:
         run_time(ds)]
 
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "mmv-fig12", "two phases with both layers, none with the first layer only (Figs. 12-13)",
     "Min, Mallada, Vidal (004), Figures 12 and 13", params=Fig12Params, presets=PRESETS,
     simulate=simulate, judge=judge, draw=draw, protocol=protocol,
     summary="Changes in neuron norms and directions under SGD from a small start: directions "
             "first, then norms, when both layers train; no such phases when only the first layer "
-            "trains with fixed v = +-1 (Figures 12 and 13 of Min, Mallada and Vidal)."))
+            "trains with fixed v = +-1 (Figures 12 and 13 of Min, Mallada and Vidal).")

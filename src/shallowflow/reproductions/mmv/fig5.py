@@ -3,7 +3,7 @@ directions x_+ and x_- within about 2000 iterations, then ||W|| grows and the lo
 about 3000, and the first layer ends with a stable rank near 1.
 
 The protocol, the saved Dataset, the claims and the figures are shared with mmv-fig10 and
-mmv-fig11 (``mnist``): digit 1 is labelled +1 (listed first in the paper's heatmap). Every loss
+mmv-fig11 (``digit_pairs``): digit 1 is labelled +1 (listed first in the paper's heatmap). Every loss
 reading (exponential/logistic, sum/mean) is run and reported; headline verdicts use
 exponential-mean.
 """
@@ -12,35 +12,35 @@ from __future__ import annotations
 
 import xarray as xr
 
-from shallowflow.reproductions.base import Figure, Reproduction, Section, register
+from shallowflow.reproductions.base import Figure, Reproduction, Section
 from shallowflow.reproductions.claims import Claim
-from shallowflow.reproductions.mmv import mnist
+from shallowflow.reproductions.mmv import digit_pairs
 from shallowflow.training import Trainer
 
 DIGITS = (1, 0)
-PRESETS = mnist.presets()
+PRESETS = digit_pairs.presets()
 
 
-def simulate(P: mnist.MnistParams, train: Trainer) -> xr.Dataset:
-    return mnist.simulate_pair(P, train, DIGITS, "mmv-fig5")
+def simulate(P: digit_pairs.MnistParams, train: Trainer) -> xr.Dataset:
+    return digit_pairs.simulate_pair(P, train, DIGITS, "mmv-fig5")
 
 
-def judge(ds: xr.Dataset, P: mnist.MnistParams) -> list[Claim]:
-    return mnist.judge(ds, P)
+def judge(ds: xr.Dataset, P: digit_pairs.MnistParams) -> list[Claim]:
+    return digit_pairs.judge(ds, P)
 
 
-def draw(ds: xr.Dataset, P: mnist.MnistParams) -> list[Figure]:
-    return mnist.draw_pair(ds, P, "fig5", "Fig. 5")
+def draw(ds: xr.Dataset, P: digit_pairs.MnistParams) -> list[Figure]:
+    return digit_pairs.draw_pair(ds, P, "fig5", "Fig. 5")
 
 
-def protocol(ds: xr.Dataset, P: mnist.MnistParams) -> list[Section]:
-    return mnist.protocol_pair(ds, P)
+def protocol(ds: xr.Dataset, P: digit_pairs.MnistParams) -> list[Section]:
+    return digit_pairs.protocol_pair(ds, P)
 
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "mmv-fig5", "early alignment, growth and low rank on MNIST 0 vs 1",
-    "Min, Mallada, Vidal (004), Figure 5", params=mnist.MnistParams, presets=PRESETS,
+    "Min, Mallada, Vidal (004), Figure 5", params=digit_pairs.MnistParams, presets=PRESETS,
     simulate=simulate, judge=judge, draw=draw, protocol=protocol,
     summary="Two-layer ReLU network from a small Gaussian start on centred MNIST digits 1 (+1) "
             "and 0 (-1): alignment with the class directions, then growth and a low-rank first "
-            "layer (Figure 5 of Min, Mallada and Vidal)."))
+            "layer (Figure 5 of Min, Mallada and Vidal).")

@@ -2,9 +2,9 @@
 initialisation, at the end of the alignment phase (all in S_+, S_- or S_dead, aligned with x_+
 or x_-) and at convergence (grown, the loss near 0, W nearly rank one), judged against Theorem 1.
 
-Data: the paper does not give its coordinates; ``setup.TOY_X``/``TOY_Y`` (stated in the report)
+Data: the paper does not give its coordinates; ``alignment_curves.TOY_X``/``TOY_Y`` (stated in the report)
 is a mu-separated set chosen here. Protocol of App. A.1: h = 50, W and v entries N(0, alpha^2),
-alpha = 1e-6, GD step 2e-3, both layers; the loss is the headline reading (``setup.PRIMARY``).
+alpha = 1e-6, GD step 2e-3, both layers; the loss is the headline reading (``alignment_curves.PRIMARY``).
 
 Claims (Theorem 1 with the constants of ``theory.alignment.theorem1_constants``):
 
@@ -29,9 +29,10 @@ import numpy as np
 import xarray as xr
 from pydantic import Field
 
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register, run_time
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, run_time
 from shallowflow.reproductions.claims import Claim, band_verdict
-from shallowflow.reproductions.mmv.setup import (
+from shallowflow.reproductions.fields import Alpha, Every, HiddenWidth, LearningRate, LossReading, Seed, Steps
+from shallowflow.reproductions.mmv.alignment_curves import (
     PAPER_ALPHA,
     PAPER_LR,
     PAPER_WIDTH,
@@ -39,7 +40,6 @@ from shallowflow.reproductions.mmv.setup import (
     TOY_DESCRIPTION,
     TOY_X,
     TOY_Y,
-    Reading,
     all_aligned_iteration,
     iterations,
     mmv_experiment,
@@ -58,13 +58,13 @@ BOUND_RTOL = 1e-9  # the loss bound is checked up to this relative slack
 class Fig6Params(Params):
     """Parameters of mmv-fig6."""
 
-    width: int = Field(ge=2, description="hidden neurons h")
-    alpha: float = Field(gt=0, description="initial scale: W and v entries N(0, alpha^2)")
-    lr: float = Field(gt=0, description="GD step size")
-    steps: int = Field(gt=0, description="GD iterations")
-    every: int = Field(gt=0, description="iterations between snapshots")
-    seed: int = Field(ge=0, description="seed of the initialisation")
-    reading: Reading = Field(description="loss reading (setup.READINGS)")
+    width: HiddenWidth
+    alpha: Alpha
+    lr: LearningRate = Field(description="GD step size")
+    steps: Steps = Field(description="GD iterations")
+    every: Every
+    seed: Seed
+    reading: LossReading
 
 
 _COMMON = {"width": PAPER_WIDTH, "alpha": PAPER_ALPHA, "lr": PAPER_LR, "every": 100, "seed": 0,
@@ -222,10 +222,10 @@ def protocol(ds: xr.Dataset, P: Fig6Params) -> list[Section]:
         run_time(ds)]
 
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "mmv-fig6", "toy 2-D set: alignment into the cones, growth, low rank",
     "Min, Mallada, Vidal (004), Figure 6", params=Fig6Params, presets=PRESETS,
     simulate=simulate, judge=judge, draw=draw, protocol=protocol,
     summary="A mu-separated 2-D set: neurons enter S_+, S_- or S_dead and align with x_+ or x_- "
             "before they grow, then the loss falls like O(1/t) and W ends nearly rank one "
-            "(Figure 6 of Min, Mallada and Vidal)."))
+            "(Figure 6 of Min, Mallada and Vidal).")

@@ -6,7 +6,7 @@ Data (docs/math.md §4.3): x_1 = (1, 0), x_2 = (sin angle, cos angle), y_1 = y_2
 angle = 0.1 (Fig. 7, mu = sin 0.1), 0.001 (Fig. 8, mu = sin 0.001) and orthogonal x_2 = (0, 1)
 (Fig. 9, mu = 0: ``angle = 0``). The
 protocol of App. A.1: h = 50, W and v entries N(0, alpha^2) with alpha = 1e-6, GD step 2e-3 on
-both layers; the loss is the reproductions' headline reading (``setup.PRIMARY``) unless changed.
+both layers; the loss is the reproductions' headline reading (``alignment_curves.PRIMARY``) unless changed.
 The same seed gives the three settings the same initial network.
 
 Claims:
@@ -18,7 +18,7 @@ Claims:
 * ``aligned_mu_positive`` (Theorem 1, mu = sin 0.1): at the last record every V_+ neuron is in
   S_+ or S_dead, those that started with a positive activation in S_+, and V_- is dead;
 * ``orthogonal_three_directions`` (mu = 0): at the end of the alignment phase (loss onset,
-  ``setup.onset_iteration``) every live V_+ neuron lies within :data:`ANGLE_TOL` of x_1, x_2 or
+  ``alignment_curves.onset_iteration``) every live V_+ neuron lies within :data:`ANGLE_TOL` of x_1, x_2 or
   x_+;
 * ``orthogonal_only_splus_grow`` (mu = 0): at the last record the V_+ neurons in S_+ carry at
   least :data:`GROWN_SHARE` of sum_{V_+} ||w_j||^2.
@@ -33,9 +33,10 @@ import numpy as np
 import xarray as xr
 from pydantic import Field
 
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register, run_time
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, run_time
 from shallowflow.reproductions.claims import Claim, band_verdict
-from shallowflow.reproductions.mmv.setup import (
+from shallowflow.reproductions.fields import Alpha, Every, HiddenWidth, LearningRate, LossReading, Seed, Steps
+from shallowflow.reproductions.mmv.alignment_curves import (
     PAPER_ALPHA,
     PAPER_LR,
     PAPER_WIDTH,
@@ -61,13 +62,13 @@ GROWN_SHARE = 0.9  # share of sum_{V_+} ||w_j||^2 carried by the S_+ neurons at 
 class TwoPointParams(Params):
     """Parameters of mmv-two-point."""
 
-    width: int = Field(ge=2, description="hidden neurons h")
-    alpha: float = Field(gt=0, description="initial scale: W and v entries N(0, alpha^2)")
-    lr: float = Field(gt=0, description="GD step size")
-    steps: int = Field(gt=0, description="GD iterations")
-    every: int = Field(gt=0, description="iterations between snapshots")
-    seed: int = Field(ge=0, description="seed of the initialisation (shared by the settings)")
-    reading: str = Field(description="loss reading (setup.READINGS)")
+    width: HiddenWidth
+    alpha: Alpha
+    lr: LearningRate = Field(description="GD step size")
+    steps: Steps = Field(description="GD iterations")
+    every: Every
+    seed: Seed = Field(description="seed of the initialisation (shared by the settings)")
+    reading: LossReading
     check: int = Field(gt=0, description="the paper's check iteration (Fig. 8: 7000)")
     late: int = Field(gt=0, description="the paper's late iteration (Fig. 8: 21 000)")
 
@@ -295,10 +296,10 @@ def protocol(ds: xr.Dataset, P: TwoPointParams) -> list[Section]:
         run_time(ds)]
 
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "mmv-two-point", "alignment on two positive points as mu falls (Figs. 7-9)",
     "Min, Mallada, Vidal (004), Figures 7, 8 and 9", params=TwoPointParams, presets=PRESETS,
     simulate=simulate, judge=judge, draw=draw, protocol=protocol,
     summary="Two positive points with separation mu = sin 0.1, sin 0.001 and 0: positive neurons "
             "reach S_+ more slowly as mu falls, and at mu = 0 they stop at x_1, x_2 or x_+, only "
-            "those in S_+ growing (Figures 7-9 of Min, Mallada and Vidal)."))
+            "those in S_+ growing (Figures 7-9 of Min, Mallada and Vidal).")

@@ -12,7 +12,7 @@ the loss has a floor) or at (1.08 τ_K log(1/lambda) + 200) flow time.
 
 Saved Dataset (``results.nc``): the runs' records (dims ``run, time``: ``loss``, ``log_norm``,
 ``fitted``), the data and the limit process's inputs (:func:`~shallowflow.reproductions.town.
-setup.limit_of`), and the measurements per run: jump times (``run, jump``), growth times
+scale_runs.limit_of`), and the measurements per run: jump times (``run, jump``), growth times
 (``run, neuron``), plateau losses and fitted points (``run, saddle``), neurons per drop.
 """
 
@@ -27,9 +27,9 @@ from pydantic import Field
 
 from shallowflow.curves import GROWN_NORM, crossing_times, fitted_counts, growth_times
 from shallowflow.labels import lambda_label
-from shallowflow.reproductions.base import Figure, Reproduction, Section, register
+from shallowflow.reproductions.base import Figure, Reproduction, Section
 from shallowflow.reproductions.claims import Claim
-from shallowflow.reproductions.town.setup import (
+from shallowflow.reproductions.town.scale_runs import (
     ScalesParams,
     limit_fitted_counts,
     limit_of,
@@ -358,7 +358,7 @@ def protocol(ds: xr.Dataset, P: Fig1Params) -> list[Section]:
             f"lambda unless stopped earlier) on this machine."))]
 
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "town-fig1", "loss plateaus and jumps against the limit process",
     "Town, Boursier, Lewis, Englert, Lazić (003), Figure 1", params=Fig1Params, presets=PRESETS,
-    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY))
+    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY)

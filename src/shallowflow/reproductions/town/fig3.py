@@ -8,7 +8,7 @@ with a smaller slope, proportional to the norm of their remaining correctly-sign
 log ||w_j|| = e_j(t) log(1/lambda) with de_j/dt = β_j^(k) = c_L (Σ_{i ∈ A_j ∩ U_k} y_i²)^{1/2}.
 
 Saved Dataset (``results.nc``): the runs' records (dims ``run, time``: ``loss``, ``log_norm``),
-the data and the limit process's inputs (:func:`~shallowflow.reproductions.town.setup.limit_of`)
+the data and the limit process's inputs (:func:`~shallowflow.reproductions.town.scale_runs.limit_of`)
 and the measured slopes with their R² (``run, interval, neuron``).
 """
 
@@ -21,9 +21,9 @@ import xarray as xr
 from pydantic import Field
 
 from shallowflow.labels import lambda_label
-from shallowflow.reproductions.base import Figure, Reproduction, Section, register
+from shallowflow.reproductions.base import Figure, Reproduction, Section
 from shallowflow.reproductions.claims import Claim
-from shallowflow.reproductions.town.setup import (
+from shallowflow.reproductions.town.scale_runs import (
     ScalesParams,
     limit_of,
     linear_slopes,
@@ -59,7 +59,7 @@ SUMMARY = ("Log-norms of the six neurons of Figure 1's training against time: pi
 # -------------------------------------------------------------------------------- simulate
 def simulate(P: Fig3Params, train: Trainer) -> xr.Dataset:
     """All lambda in one batch; straight-line fits of the exponents log||w_j|| / log(1/lambda)
-    on every saddle interval of every run (:func:`~shallowflow.reproductions.town.setup.
+    on every saddle interval of every run (:func:`~shallowflow.reproductions.town.scale_runs.
     linear_slopes`)."""
     log10s = sorted(P.log10_lambdas, reverse=True)
     problem = {"n": P.n, "m": P.m, "seed": P.seed, "labels": "abs_normal", "loss": "mse",
@@ -253,7 +253,7 @@ def protocol(ds: xr.Dataset, P: Fig3Params) -> list[Section]:
                     f"{np.array2string(slopes[-1, k], precision=4)}" for k in range(p.K + 1))))]
 
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "town-fig3", "piecewise-linear log-norms and their slopes",
     "Town, Boursier, Lewis, Englert, Lazić (003), Figure 3", params=Fig3Params, presets=PRESETS,
-    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY))
+    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY)

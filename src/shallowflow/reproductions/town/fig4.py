@@ -12,22 +12,22 @@ are chosen from the limit process: 0, τ_1/2, 0.98 τ_1, τ_1, 1.02 τ_1 and mid
 Saved Dataset (``results.nc``): at each ``snapshot`` the hidden weights ``W``, the log-norms,
 the accelerated time and step, and the cosines of every neuron's direction with Algorithm 1's
 D_j^(0) (``cos_old``) and D_j^(1) (``cos_new``); the final log-norms, the data, the initial
-network and the limit process's inputs (:func:`~shallowflow.reproductions.town.setup.limit_of`).
+network and the limit process's inputs (:func:`~shallowflow.reproductions.town.scale_runs.limit_of`).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
 
 import numpy as np
 import xarray as xr
 from pydantic import Field
 
 from shallowflow.labels import lambda_label
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section
 from shallowflow.reproductions.claims import Claim
-from shallowflow.reproductions.town.setup import (
+from shallowflow.reproductions.fields import Balance, LearningRate, Log10Lambda, RecordDt, Seed
+from shallowflow.reproductions.town.scale_runs import (
     limit_of,
     limit_processes,
     process_vars,
@@ -42,15 +42,14 @@ class Fig4Params(Params):
 
     n: int = Field(ge=2, description="number of points n = d (X = I)")
     m: int = Field(ge=1, description="network width")
-    seed: int = Field(ge=0, description="seed of the labels and the initialisation")
-    log10_lambda: Annotated[float, Field(lt=0)] = Field(
-        description="decimal log of the initial scale lambda")
-    lr: float = Field(gt=0, description="GD learning rate on the MSE (1/n) sum r^2")
-    record_dt: float = Field(gt=0, description="record every this much flow time (besides the "
-                                               "snapshots)")
-    balance: Literal["free", "tied"] = Field(
+    seed: Seed = Field(description="seed of the labels and the initialisation")
+    log10_lambda: Log10Lambda
+    lr: LearningRate = Field(description="GD learning rate on the MSE (1/n) sum r^2")
+    record_dt: RecordDt = Field(description="record every this much flow time (besides the "
+                                            "snapshots)")
+    balance: Balance = Field(
         description="log-norm engine balance ('free': plain GD up to rounding)")
-    plane_seed: int = Field(ge=0, description="seed of the random projection plane of the figure")
+    plane_seed: Seed = Field(description="seed of the random projection plane of the figure")
 
 
 PRESETS = {
@@ -274,7 +273,7 @@ def protocol(ds: xr.Dataset, P: Fig4Params) -> list[Section]:
         f"e^-1000), where the jump is correspondingly sharper; here ±2% of τ_1 is used."))]
 
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "town-fig4", "neuron directions and norms around a jump",
     "Town, Boursier, Lewis, Englert, Lazić (003), Figure 4", params=Fig4Params, presets=PRESETS,
-    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY))
+    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY)

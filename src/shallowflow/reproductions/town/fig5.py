@@ -32,8 +32,9 @@ from pydantic import Field
 from shallowflow.config import Experiment
 from shallowflow.fits import loglog_slope, nan_band, slope_interval
 from shallowflow.labels import lambda_label
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section
 from shallowflow.reproductions.claims import Claim, band_verdict
+from shallowflow.reproductions.fields import LearningRate, NegativeLog10, Runs, Seed, StopLoss
 from shallowflow.reproductions.town.interpolation import (
     balanced_init,
     interpolation_experiment,
@@ -52,16 +53,16 @@ class Fig5Params(Params):
     """Parameters of town-fig5."""
 
     n_values: list[int] = Field(min_length=1, description="numbers of points n (X = I_n)")
-    runs: int = Field(ge=1, description="random initialisations per n and lambda")
-    log10_lambdas: list[float] = Field(
+    runs: Runs = Field(description="random initialisations per n and lambda")
+    log10_lambdas: list[NegativeLog10] = Field(
         min_length=1, description="decimal logs of the initial scale; the first is the main one")
     width: int = Field(ge=0, description="network width; 0: Proposition 2's rule per n")
     width_delta: float = Field(gt=0, lt=1, description="delta of the width rule "
                                                        "m = ceil(log(n/delta)/log(4/3))")
-    lr: float = Field(gt=0, description="GD learning rate on the MSE (1/n) sum r^2")
+    lr: LearningRate = Field(description="GD learning rate on the MSE (1/n) sum r^2")
     max_epochs: int = Field(ge=1, description="epoch budget of every run")
-    stop_loss: float = Field(gt=0, description="early stop (and interpolation) loss threshold")
-    seed: int = Field(ge=0, description="base seed (run seed seed + n, data seed 10000 + seed + n)")
+    stop_loss: StopLoss
+    seed: Seed = Field(description="base seed (run seed seed + n, data seed 10000 + seed + n)")
 
 
 PRESETS = {
@@ -370,7 +371,7 @@ def protocol(ds: xr.Dataset, P: Fig5Params) -> list[Section]:
             f"largest n dominates."))]
 
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "town-fig5", "squared norm of the learned interpolator against n",
     "Town, Boursier, Lewis, Englert, Lazic (003), Figure 5", params=Fig5Params, presets=PRESETS,
-    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY))
+    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY)

@@ -35,8 +35,9 @@ from pydantic import Field
 from shallowflow.config import Experiment
 from shallowflow.fits import nan_band, slope_interval
 from shallowflow.labels import lambda_label
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section
 from shallowflow.reproductions.claims import Claim
+from shallowflow.reproductions.fields import Log10Lambda, Runs, Seed, StopLoss
 from shallowflow.reproductions.town.interpolation import (
     balanced_init,
     interpolation_experiment,
@@ -57,16 +58,16 @@ class Fig6Params(Params):
 
     n: int = Field(ge=2, description="number of points (X = I_n)")
     widths: list[int] = Field(min_length=1, description="network widths m")
-    runs: int = Field(ge=1, description="runs per width and initialisation")
-    log10_lambda: float = Field(description="decimal log of the small initial scale lambda")
+    runs: Runs = Field(description="runs per width and initialisation")
+    log10_lambda: Log10Lambda = Field(description="decimal log of the small initial scale lambda")
     lr_small: float = Field(gt=0, description="GD learning rate, small initialisation")
     lr_he: float = Field(gt=0, description="GD learning rate, He-uniform initialisation")
     max_epochs_small: int = Field(ge=1, description="epoch budget, small initialisation")
     max_epochs_he: int = Field(ge=1, description="epoch budget, He-uniform initialisation")
-    stop_loss: float = Field(gt=0, description="early stop (and interpolation) loss threshold")
+    stop_loss: StopLoss
     theory_max_log2_width: int = Field(ge=3, description="Algorithm 1 curve: widths 8..2^this")
     theory_draws: int = Field(ge=1, description="Algorithm 1 curve: random inits per width")
-    seed: int = Field(ge=0, description="base seed (runs, data 20000 + seed, theory seed + 99)")
+    seed: Seed = Field(description="base seed (runs, data 20000 + seed, theory seed + 99)")
 
 
 PRESETS = {
@@ -356,7 +357,7 @@ def protocol(ds: xr.Dataset, P: Fig6Params) -> list[Section]:
             f"once, JAX float64)."))]
 
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "town-fig6", "squared norm against width: small vs He initialisation",
     "Town, Boursier, Lewis, Englert, Lazic (003), Figure 6", params=Fig6Params, presets=PRESETS,
-    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY))
+    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY)

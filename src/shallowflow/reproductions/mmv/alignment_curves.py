@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
 import numpy as np
 import xarray as xr
@@ -36,6 +36,7 @@ from pydantic import Field
 from shallowflow.config import Experiment
 from shallowflow.curves import first_crossing, first_rise
 from shallowflow.reproductions.base import Params
+from shallowflow.reproductions.fields import Reading
 from shallowflow.theory import alignment as al
 
 PAPER_ALPHA = 1e-6  # §4 and App. A: entries of W and v ~ N(0, alpha^2)
@@ -43,8 +44,6 @@ PAPER_LR = 2e-3  # GD step
 PAPER_WIDTH = 50  # h
 PAPER_STEPS = 15_000  # Fig. 5's horizon (iterations)
 PAPER_BATCH = 2000  # App. A.5's SGD batch
-Reading = Literal["exponential-mean", "exponential-sum", "logistic-mean", "logistic-sum"]
-"""A loss reading's name (a Params field of this type is validated by pydantic)."""
 READINGS: dict[str, tuple[str, str]] = {
     name: tuple(name.split("-")) for name in get_args(Reading)}  # type: ignore[misc]
 """The paper's open loss readings (docs/math.md §7): name -> (loss, reduction)."""

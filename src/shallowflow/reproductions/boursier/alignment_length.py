@@ -13,14 +13,13 @@ and the alignment time is the first time 90% of the live positive neurons are wi
 the extremal vector.
 
 Saved Dataset (``results.nc``): the runs' records (``loss``, ``a``, ``W``) with coordinates
-``log10_lambda`` and ``seed``; judge and draw recompute the phase ends (``setup.run_measures``).
+``log10_lambda`` and ``seed``; judge and draw recompute the phase ends (``phases.run_measures``).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from typing import Annotated
 
 import numpy as np
 import xarray as xr
@@ -28,13 +27,14 @@ from pydantic import Field
 
 from shallowflow.fits import scaling_fits, slope_interval
 from shallowflow.labels import lambda_label
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register, run_time
-from shallowflow.reproductions.boursier.setup import (
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, run_time
+from shallowflow.reproductions.boursier.phases import (
     bf_experiment,
     run_measures,
     stack_runs,
 )
 from shallowflow.reproductions.claims import Claim, band_verdict
+from shallowflow.reproductions.fields import AlignmentAngle, LearningRate, NegativeLog10, Runs, Seed, Steps
 from shallowflow.training import Trainer
 
 
@@ -42,14 +42,14 @@ class AlignmentParams(Params):
     """Parameters of bf-alignment."""
 
     m: int = Field(ge=2, description="network width")
-    log10_lambdas: list[Annotated[float, Field(lt=0)]] = Field(
+    log10_lambdas: list[NegativeLog10] = Field(
         min_length=3, description="decimal logs of the initial scales lambda")
-    runs: int = Field(ge=1, description="seeds per lambda")
-    lr: float = Field(gt=0, description="GD learning rate")
-    steps: int = Field(gt=0, description="GD steps (enough for the smallest lambda to converge)")
-    seed: int = Field(ge=0, description="base seed")
+    runs: Runs = Field(description="seeds per lambda")
+    lr: LearningRate
+    steps: Steps = Field(description="GD steps (enough for the smallest lambda to converge)")
+    seed: Seed = Field(description="base seed")
     points: int = Field(ge=20, description="geometric records (snapshots of a and W)")
-    delta: float = Field(gt=0, lt=math.pi / 2, description="alignment angle (radians)")
+    delta: AlignmentAngle
 
 
 PRESETS = {
@@ -237,8 +237,8 @@ def protocol(ds: xr.Dataset, P: AlignmentParams) -> list[Section]:
         run_time(ds, runs=True)]
 
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "bf-alignment", "length of the early alignment phase against log(1/lambda)",
     "Boursier, Flammarion (002), Theorem 1 (new figure)", params=AlignmentParams,
     presets=PRESETS, simulate=simulate, judge=judge, draw=draw, protocol=protocol,
-    summary=SUMMARY))
+    summary=SUMMARY)

@@ -26,14 +26,15 @@ import xarray as xr
 from pydantic import Field
 
 from shallowflow.labels import lambda_label
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register, run_time
-from shallowflow.reproductions.boursier.setup import (
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, run_time
+from shallowflow.reproductions.boursier.phases import (
     PAPER_OLS_LOSS,
     SCHEMES,
     bf_experiment,
     data_of,
 )
 from shallowflow.reproductions.claims import Claim
+from shallowflow.reproductions.fields import LearningRate, Log10Lambda, Runs, Seed, Steps
 from shallowflow.theory.ols import ols
 from shallowflow.training import Trainer
 
@@ -42,11 +43,11 @@ class InitParams(Params):
     """Parameters of bf-init."""
 
     widths: list[Annotated[int, Field(ge=2)]] = Field(min_length=1, description="network widths m")
-    runs: int = Field(ge=1, description="seeds (runs) per scheme and width")
-    log10_lambda: float = Field(lt=0, description="decimal log of the initial scale lambda")
-    lr: float = Field(gt=0, description="GD learning rate")
-    steps: int = Field(gt=0, description="GD steps")
-    seed: int = Field(ge=0, description="base seed")
+    runs: Runs = Field(description="seeds (runs) per scheme and width")
+    log10_lambda: Log10Lambda
+    lr: LearningRate
+    steps: Steps
+    seed: Seed = Field(description="base seed")
     points: int = Field(ge=10, description="geometric records of the loss")
 
 
@@ -269,9 +270,8 @@ def protocol(ds: xr.Dataset, P: InitParams) -> list[Section]:
         run_time(ds, runs=True)]
 
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "bf-init", "nature of the 3-point limit: balanced, dominated and unbalanced starts",
     "Boursier, Flammarion (002), Section 5 remarks (new figure)", params=InitParams,
     presets=PRESETS, simulate=simulate, judge=judge, draw=draw, protocol=protocol,
-    summary=SUMMARY))
-
+    summary=SUMMARY)

@@ -4,14 +4,14 @@
 Protocol: a centred digit pair (first digit +1, pixels in [0, 1]; ``data.kind = "mnist"``, the
 embedded 500-per-digit subset unless ``per_digit`` takes fewer), h = 50, W and v entries
 N(0, alpha^2), full-batch GD with step 2e-3 for 15 000 iterations, once per loss reading
-(``setup.READINGS``). Snapshots of (v, W) every ``every`` iterations give, post hoc
+(``alignment_curves.READINGS``). Snapshots of (v, W) every ``every`` iterations give, post hoc
 (``theory.alignment``), the alignment cosines with their bands, the stable rank, ||W||_2^2 and
 the cone counts; only these curves and the last network are saved.
 
 Claims (each for the primary reading, every reading in ``variants``):
 
 * ``alignment_time``: the iteration at which both cos(w_bar_+, x_+) and cos(w_bar_-, x_-) first
-  reach ``setup.ALIGN_LEVEL`` lies in :data:`ALIGN_BAND` ("good alignment after ~2000 iterations");
+  reach ``alignment_curves.ALIGN_LEVEL`` lies in :data:`ALIGN_BAND` ("good alignment after ~2000 iterations");
 * ``growth_onset``: the first iteration with L <= 0.99 L(0) (the norms grow, the loss starts to
   decrease) lies in :data:`GROWTH_BAND` ("after ~3000 iterations") and after the alignment;
 * ``stable_rank``: the final ||W||_F^2/||W||_2^2 lies in :data:`RANK_BAND` ("almost 1"); below 2
@@ -32,7 +32,8 @@ from pydantic import Field
 from shallowflow.data.mnist import load_mnist_pair
 from shallowflow.reproductions.base import Figure, Section, run_time
 from shallowflow.reproductions.claims import Claim, band_verdict
-from shallowflow.reproductions.mmv.setup import (
+from shallowflow.reproductions.fields import Alpha, Every, HiddenWidth, LearningRate, Reading, Seed, Steps
+from shallowflow.reproductions.mmv.alignment_curves import (
     ALIGN_LEVEL,
     ONSET_DROP,
     PAPER_ALPHA,
@@ -42,7 +43,6 @@ from shallowflow.reproductions.mmv.setup import (
     PRIMARY,
     READINGS,
     MnistSource,
-    Reading,
     alignment_iteration,
     curve_measures,
     iterations,
@@ -69,13 +69,13 @@ CURVES = ("loss", "cos_plus", "cos_plus_min", "cos_plus_max", "cos_minus", "cos_
 class MnistParams(MnistSource):
     """Parameters of the MNIST digit-pair reproductions."""
 
-    width: int = Field(ge=2, description="hidden neurons h")
-    alpha: float = Field(gt=0, description="initial scale: W and v entries N(0, alpha^2)")
-    lr: float = Field(gt=0, description="GD step size")
-    steps: int = Field(gt=0, description="GD iterations")
-    every: int = Field(gt=0, description="iterations between snapshots")
-    seed: int = Field(ge=0, description="seed of the initialisation")
-    readings: list[Reading] = Field(min_length=1, description="loss readings (setup.READINGS)")
+    width: HiddenWidth
+    alpha: Alpha
+    lr: LearningRate = Field(description="GD step size")
+    steps: Steps = Field(description="GD iterations")
+    every: Every
+    seed: Seed
+    readings: list[Reading] = Field(min_length=1, description="loss readings (alignment_curves.READINGS)")
     primary: Reading = Field(description="the reading of the headline verdicts")
 
     def model_post_init(self, _: object) -> None:

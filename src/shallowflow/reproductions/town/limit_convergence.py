@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -38,10 +38,11 @@ from pydantic import Field
 from shallowflow.curves import crossing_times
 from shallowflow.fits import bootstrap_mean, loglog_slope
 from shallowflow.labels import lambda_label
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, register
+from shallowflow.reproductions.base import Figure, Params, Reproduction, Section
 from shallowflow.reproductions.claims import Claim, band_verdict, interval_verdict
+from shallowflow.reproductions.fields import LearningRate, NegativeLog10, RecordDt, Seed
 from shallowflow.reproductions.town.interpolation import padded
-from shallowflow.reproductions.town.setup import ScaleRuns, limit_processes, simulate_problems
+from shallowflow.reproductions.town.scale_runs import ScaleRuns, limit_processes, simulate_problems
 from shallowflow.theory.saddle_process import SaddleProcess
 from shallowflow.training import Trainer
 
@@ -52,12 +53,12 @@ class ConvergenceParams(Params):
     n: int = Field(ge=2, description="points n = d of the random problems (random basis)")
     m: int = Field(ge=1, description="width of the random problems")
     problems: int = Field(ge=1, description="number of random problems")
-    seed: int = Field(ge=0, description="first seed of the random problems and bootstrap seed")
-    log10_lambdas: list[Annotated[float, Field(lt=0)]] = Field(
+    seed: Seed = Field(description="first seed of the random problems and bootstrap seed")
+    log10_lambdas: list[NegativeLog10] = Field(
         min_length=2, description="decimal logs of the initial scales lambda")
-    lr: float = Field(gt=0, description="coarse GD learning rate (the fine one is lr / refine)")
+    lr: LearningRate = Field(description="coarse GD learning rate (the fine one is lr / refine)")
     refine: int = Field(ge=2, description="ratio r of the two step sizes (Richardson)")
-    record_dt: float = Field(gt=0, description="record every this much flow time")
+    record_dt: RecordDt
     fit_max_log10: float = Field(lt=0, description="slopes fitted over lambda <= 10^this")
     boot: int = Field(ge=1, description="bootstrap draws of the mean slope over problems")
 
@@ -441,8 +442,8 @@ def protocol(ds: xr.Dataset, P: ConvergenceParams) -> list[Section]:
         + "\n\n" + "\n".join(rows)))]
 
 
-register(Reproduction(
+REPRODUCTION = Reproduction(
     "town-convergence", "convergence rate to the limit process",
     "Town, Boursier, Lewis, Englert, Lazić (003), Theorem 2 (not a figure)",
     params=ConvergenceParams, presets=PRESETS, simulate=simulate, judge=judge, draw=draw,
-    protocol=protocol, summary=SUMMARY))
+    protocol=protocol, summary=SUMMARY)

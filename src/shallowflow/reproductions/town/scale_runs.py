@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -43,6 +43,7 @@ from pydantic import Field
 from shallowflow.config import Experiment, experiment_from_mapping
 from shallowflow.overlays import saddle_process_from_experiment
 from shallowflow.reproductions.base import Params
+from shallowflow.reproductions.fields import Balance, LearningRate, NegativeLog10, RecordDt, Seed
 from shallowflow.theory.saddle_process import SaddleProcess, limit_process
 from shallowflow.training import Trainer
 
@@ -56,12 +57,12 @@ class ScalesParams(Params):
 
     n: int = Field(ge=2, description="number of points n = d (X = I)")
     m: int = Field(ge=1, description="network width")
-    seed: int = Field(ge=0, description="seed of the labels and the initialisation")
-    log10_lambdas: list[Annotated[float, Field(lt=0)]] = Field(
+    seed: Seed = Field(description="seed of the labels and the initialisation")
+    log10_lambdas: list[NegativeLog10] = Field(
         min_length=1, description="decimal logs of the initial scales lambda")
-    lr: float = Field(gt=0, description="GD learning rate on the MSE (1/n) sum r^2")
-    record_dt: float = Field(gt=0, description="record every this much flow time")
-    balance: Literal["free", "tied"] = Field(
+    lr: LearningRate = Field(description="GD learning rate on the MSE (1/n) sum r^2")
+    record_dt: RecordDt
+    balance: Balance = Field(
         description="log-norm parametrisation balance ('free': plain GD up to rounding)")
 
 def tblel_experiment(*, n: int, m: int, log_lambda: float, lr: float, duration: float,
