@@ -211,7 +211,7 @@ def test_reproduction_killed_then_resumed(tmp_path):
     """A reproduction killed (SIGKILL) after some of its batches finished keeps them in its batch
     store; --resume trains only the others and gives the uninterrupted results exactly; the store
     is removed once the folder is complete."""
-    from shallowflow.reproductions.base import batch_store
+    from shallowflow.reproductions.reproduce import batch_store
 
     whole = subprocess.run([EXE, "reproduce", "bf-init", "--out", "whole", "--quiet", *REPRO_SET],
                            cwd=tmp_path, capture_output=True, text=True)

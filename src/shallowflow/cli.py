@@ -234,7 +234,7 @@ def reproduce(
     names: list[str] = [name]
 
     def state() -> str:
-        from shallowflow.reproductions.base import stored_batches
+        from shallowflow.reproductions.reproduce import stored_batches
 
         done = f"finished: {', '.join(finished)}; " if finished else ""
         current = out_dir / names[len(finished)] if name == "all" else out_dir

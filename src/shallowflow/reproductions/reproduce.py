@@ -1,0 +1,145 @@
+"""Running a reproduction into a folder, and judging a saved one again (docs/architecture.md,
+"Reproductions").
+
+:func:`run_reproduction` validates the parameters and claims the output folder before any work,
+runs ``simulate``, writes ``results.nc``, reads it back and judges and draws *the saved file*, so
+a re-judged folder (:func:`rejudge`, ``shallowflow reproduce NAME --from DIR``) gives the same
+claims by construction. The folder holds ``results.nc``, the figures, ``claims.json``,
+``report.md``, ``params.json`` and ``provenance.json``; it is written atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from shallowflow import enable_full_precision
+from shallowflow.batch_store import BatchStore
+from shallowflow.certificate import DEFAULT_PRECISION, Precision
+from shallowflow.config import ConfigError
+from shallowflow.executors import Executor
+from shallowflow.output import claim, write_text
+from shallowflow.reproductions import report
+from shallowflow.reproductions.base import RESULTS, Params, Reproduction, _validate, resolve_params
+from shallowflow.reproductions.claims import Claim, to_json
+from shallowflow.reproductions.index import lookup
+from shallowflow.store import provenance, read_netcdf, write_netcdf
+from shallowflow.training import trainer
+
+
+def _finish(rep: Reproduction, folder: Path, ds: xr.Dataset, params: Params, preset: str,
+            wall: float, precision: str, extra: Mapping[str, Any]) -> list[Claim]:
+    """Judge, draw and write the report of a saved Dataset into ``folder`` (``precision``: the
+    line saying what precision it was trained in)."""
+    import matplotlib.pyplot as plt
+
+    claims = rep.judge(ds, params)
+    figures = rep.draw(ds, params)
+    listed = []
+    for f in figures:
+        f.fig.savefig(folder / f"{f.name}.png", dpi=120, bbox_inches="tight")
+        plt.close(f.fig)
+        listed.append((f"{f.name}.png", f.caption))
+        if f.movie is not None:
+            movie = f.movie(folder)
+            listed.append((movie.name, f"Animation of {f.name}: one frame per recorded snapshot."))
+    values = params.model_dump(mode="json")
+    write_text(folder / "claims.json", to_json(claims))
+    text = report.render(f"{rep.name}: {rep.title}", rep.summary, listed, claims,
+                         rep.protocol(ds, params), preset, values, wall, precision)
+    write_text(folder / "report.md", text)
+    write_text(folder / "params.json", json.dumps({"reproduction": rep.name, "preset": preset,
+                                                   "params": values, "wall_s": wall,
+                                                   "precision": precision, **extra},
+                                                  indent=2) + "\n")
+    write_text(folder / "provenance.json",
+               json.dumps(provenance(reproduction=rep.name, preset=preset), indent=2,
+                          default=str) + "\n")
+    return claims
+
+
+def batch_store(out: str | Path) -> Path:
+    """Where a reproduction into ``out`` keeps its finished batches until it is complete (a
+    :class:`~shallowflow.batch_store.BatchStore` of the Datasets as trained): the hidden sibling
+    folder ``.<out name>.batches`` (kept when the run is interrupted, removed when it
+    succeeds)."""
+    out = Path(out)
+    return out.parent / f".{out.name}.batches"
+
+
+def run_reproduction(name: str, out: str | Path, preset: str = "quick",
+                     overrides: list[str] | None = None, overwrite: bool = False,
+                     show_progress: bool = True, executor: Executor | None = None,
+                     force: bool = False, resume: bool = False,
+                     precision: Precision = DEFAULT_PRECISION) -> tuple[Path, list[Claim]]:
+    """Run reproduction ``name`` with ``preset`` into the folder ``out`` (created atomically).
+    The output location is checked before any work; each training call checks the memory it
+    needs (``force``: train anyway). Every finished batch is kept in :func:`batch_store` until
+    the folder is complete; ``resume`` reads the batches an interrupted run finished instead of
+    training them again (without it, they are discarded and everything is trained).
+    ``precision``: float64 (default) or float32, certified on a sample of runs rerun in float64
+    (:class:`~shallowflow.certificate.Precision`); the report says which, with the verdict."""
+    rep = lookup(name)
+    params = resolve_params(rep, preset, overrides)
+    with claim(out, "reproduction", overwrite) as place:
+        enable_full_precision()
+        store = BatchStore(batch_store(out))
+        if not resume:
+            store.discard()
+        start = time.perf_counter()
+        try:
+            with place.writing() as folder:
+                train = trainer(show_progress, executor, force, store.folder, precision)
+                write_netcdf(rep.simulate(params, train), folder / RESULTS)
+                ds = read_netcdf(folder / RESULTS)
+                distances = np.concatenate(train.distances) if train.distances else None
+                claims = _finish(rep, folder, ds, params, preset, time.perf_counter() - start,
+                                 precision.describe(distances), {})
+        except BaseException:
+            if not store.files():  # nothing to resume from: leave nothing behind
+                store.discard()
+            raise
+        store.discard()
+    return Path(out), claims
+
+
+def stored_batches(out: str | Path) -> list[Path]:
+    """The finished batches an interrupted reproduction into ``out`` kept (:func:`batch_store`)."""
+    return BatchStore(batch_store(out)).files()
+
+
+def rejudge(name: str, source: str | Path, out: str | Path,
+            overwrite: bool = False) -> tuple[Path, list[Claim]]:
+    """Judge and draw a saved reproduction folder ``source`` again, without training, into the
+    new folder ``out`` (its ``results.nc`` is copied there)."""
+    rep = lookup(name)
+    source = Path(source)
+    saved_file, results = source / "params.json", source / RESULTS
+    if not saved_file.is_file() or not results.is_file():
+        raise ConfigError(f"--from: {str(source)!r} is not a reproduction folder (needs "
+                          f"params.json and {RESULTS})")
+    try:
+        saved = json.loads(saved_file.read_text())
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"--from: {saved_file.name} is not valid JSON ({err})") from None
+    if saved.get("reproduction") != name:
+        raise ConfigError(f"--from: {str(source)!r} holds reproduction "
+                          f"{saved.get('reproduction')!r}, not {name!r}")
+    params = _validate(rep, saved.get("params", {}), f"{saved_file}")
+    with claim(out, "reproduction", overwrite) as place:
+        start = time.perf_counter()
+        ds = read_netcdf(results)
+        with place.writing() as folder:
+            write_netcdf(ds, folder / RESULTS)
+            claims = _finish(rep, folder, ds, params, saved.get("preset", "?"),
+                             time.perf_counter() - start,
+                             saved.get("precision", DEFAULT_PRECISION.describe()),
+                             {"rejudged_from": source.name,
+                              "simulation_wall_s": saved.get("wall_s")})
+    return Path(out), claims
