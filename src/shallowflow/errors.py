@@ -58,3 +58,9 @@ REPORT = ("this is a bug in shallowflow, not in your input: please report it to 
 def error_lines(err: BaseException) -> list[str]:
     """The lines of a user error's message, each to be printed after ``error: ``."""
     return [line.strip() for line in str(err).splitlines() if line.strip()] or [type(err).__name__]
+
+
+class Cancelled(Exception):
+    """The work was cancelled (:class:`shallowflow.dynamics.CancelToken`, or its caller stopped:
+    :class:`shallowflow.executors.LocalExecutor`): the engine stops at its next compiled
+    segment."""

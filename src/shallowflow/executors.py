@@ -26,7 +26,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from shallowflow.errors import UserError
+from shallowflow.errors import Cancelled, UserError
 from shallowflow.progress import Bar
 
 B = TypeVar("B")
@@ -134,11 +134,6 @@ class LocalExecutor:
             except BaseException:  # an interrupt, or the caller stopped: the others stop too
                 stop.set()
                 raise
-
-
-class Cancelled(Exception):
-    """The local executor stopped (an interrupt, or its caller stopped): a batch in flight ends
-    at its next segment."""
 
 
 def available_cores() -> list[int]:
