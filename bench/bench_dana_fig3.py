@@ -116,7 +116,7 @@ def step_rate(R: int, n: int, dtype: str = "float64", threads: int | None = None
     each after a compiling call, the difference of the two times over the difference of steps
     (compilation, data generation and the call's fixed costs cancel). ``threads``: the driver's
     shards (None: its policy, one per core; 1: the whole batch in one thread)."""
-    from shallowflow.dynamics import driver
+    from shallowflow.dynamics import EngineOptions
     from shallowflow.reproductions.dana.convergence_grids import convergence_experiment
     from shallowflow.training import train
 
@@ -125,7 +125,7 @@ def step_rate(R: int, n: int, dtype: str = "float64", threads: int | None = None
             dtype=dtype, duration=float(count), stop_loss=0.0)
         return best_time(lambda: train(exp, show_progress=False), repeats)[0]
 
-    with _default(driver.simulate, "threads", threads):
+    with _default(EngineOptions.__init__, "threads", threads):
         short, long = run(steps[0]), run(steps[1])
     p = convergence_experiment(n, D, None, 1, SEED).model.width
     return 4.0 * n * D * p * R * (steps[1] - steps[0]) / (long - short) / 1e9
@@ -174,11 +174,11 @@ def _default(fn: Callable[..., Any], name: str, value: Any) -> Iterator[None]:
 def run_grid(ns: Sequence[int], runs: int, rebatch: bool, dtype: str = "float64") -> dict[str, Any]:
     """Train the protocol's runs at every n (one batch per n, as the reproduction does) with
     re-batching on or off; per n the wall time, mean steps run and useful GFLOP."""
-    from shallowflow.dynamics import simulate
+    from shallowflow.dynamics import EngineOptions
     from shallowflow.reproductions.dana.convergence_grids import convergence_experiment
     from shallowflow.training import train
 
-    with _default(simulate, "rebatch", rebatch):
+    with _default(EngineOptions.__init__, "rebatch", rebatch):
         rows, t0 = [], time.perf_counter()
         for k, n in enumerate(ns):
             exp = convergence_experiment(n, D, None, runs, SEED + 1000 * k).with_train(dtype=dtype)

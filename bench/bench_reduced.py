@@ -73,10 +73,10 @@ def per_step(cfg: Any, net: Any, X: Any, y: Any, steps: int, repeats: int,
              span: bool = False) -> dict[str, float]:
     """(T(1 + steps) - T(1)) / steps of ``simulate``, best of ``repeats``, after a compile call
     (both schedules record twice, so they share the compiled segment)."""
-    from shallowflow.dynamics import simulate
+    from shallowflow.dynamics import EngineOptions, SaveAt, simulate
 
     def run(k: int) -> Any:
-        return simulate(cfg, net, X, y, np.array([0, k]), span=span)
+        return simulate(cfg, net, X, y, saveat=SaveAt(np.array([0, k])), options=EngineOptions(span=span))
 
     t0 = time.perf_counter()
     run(1)
@@ -118,11 +118,12 @@ def _rel(a: np.ndarray, b: np.ndarray) -> float:
 
 def agreement(n: int, steps: int) -> dict[str, float]:
     """Both engines for ``steps`` steps, loss and neuron_norm recorded every step."""
-    from shallowflow.dynamics import record_schedule, simulate
+    from shallowflow.dynamics import EngineOptions, SaveAt, record_schedule, simulate
 
     cfg, net0, X, y = setup(n, probes=("loss", "neuron_norm"))
     sched = record_schedule(steps, every=1)
-    res = {r: simulate(cfg, net0, X, y, sched, span=r) for r in (True, False)}
+    res = {r: simulate(cfg, net0, X, y, saveat=SaveAt(sched),
+                       options=EngineOptions(span=r)) for r in (True, False)}
     red, den = res[True], res[False]
     dW = np.linalg.norm(red.final.W - den.final.W, axis=(1, 2))
     return {
@@ -140,7 +141,7 @@ def agreement(n: int, steps: int) -> dict[str, float]:
 def bench_n(n: int, steps: int, dense_steps: int, agree_steps: int,
             repeats: int) -> dict[str, Any]:
     """Both engines' s/step, the reduction's one-time cost and the agreement at ``n``."""
-    from shallowflow.dynamics import simulate
+    from shallowflow.dynamics import EngineOptions, SaveAt, simulate
     from shallowflow.dynamics.span import project, span_of
     from shallowflow.inputs import DiagonalInputs
     from shallowflow.network import Network
@@ -155,7 +156,7 @@ def bench_n(n: int, steps: int, dense_steps: int, agree_steps: int,
     dense = per_step(cfg, net0, X, y, dense_steps, repeats)
     setup_cost = reduction_cost(net0, X)
     t0 = time.perf_counter()
-    e2e = simulate(cfg, net0, X, y, np.array([0, steps]), span=True)
+    e2e = simulate(cfg, net0, X, y, saveat=SaveAt(np.array([0, steps])), options=EngineOptions(span=True))
     e2e_s = time.perf_counter() - t0
     p = neurons_for(n, DELTA)
     return {

@@ -107,13 +107,14 @@ def run(cfg: Any, net0: Any, X: np.ndarray, y: np.ndarray, stop: float,
         budget: int) -> tuple[float, int, Any]:
     """One simulate call: (seconds, steps run, result). Steps run: the end of the compiled segment
     in which the run froze (the host stops there), else the budget."""
-    from shallowflow.dynamics import record_schedule, simulate
+    from shallowflow.dynamics import EngineOptions, Progress, SaveAt, StopWhen, record_schedule, simulate
 
     marks: list[int] = []
     t0 = time.perf_counter()
-    res = simulate(cfg, net0, X, y, record_schedule(budget, every=RECORD_EVERY),
-                   stop_loss=np.array([stop]), log_scale=np.array([np.log(LAMBDA)]), span=True,
-                   progress=lambda done, total: marks.append(done))
+    res = simulate(cfg, net0, X, y, saveat=SaveAt(record_schedule(budget, every=RECORD_EVERY)),
+                   stop=StopWhen(loss=np.array([stop])), options=EngineOptions(span=True),
+                   log_scale=np.array([np.log(LAMBDA)]),
+                   progress=Progress(report=lambda done, total: marks.append(done)))
     seconds = time.perf_counter() - t0
     stop_step = int(res.status["stop_step"][0])
     ran = next((m for m in marks if m >= stop_step), budget) if stop_step >= 0 else budget

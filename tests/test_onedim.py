@@ -14,7 +14,7 @@ import pytest
 from shallowflow import enable_full_precision, init, onedim
 from shallowflow.activations import RELU, Activation
 from shallowflow.data import three_point
-from shallowflow.dynamics import EngineConfig, record_schedule, simulate
+from shallowflow.dynamics import EngineConfig, EngineOptions, SaveAt, StopWhen, record_schedule, simulate
 from shallowflow.dynamics.gradient import batch_loss_and_gradient
 from shallowflow.inputs import OneDimInputs, PerRunInputs, SharedInputs, _window
 from shallowflow.losses import LOSS_NAMES, Loss
@@ -292,7 +292,7 @@ def test_engine_matches_dense_over_10000_steps(name):
     net, X, y = _problem(name)
     cfg = EngineConfig(loss=Loss(name), lr=0.05,
                        probes=("loss", "output", "active", "active_count", "a", "neuron_norm"))
-    dense, one = _both(cfg, net, X, y, record_schedule(STEPS, every=STEPS // 4))
+    dense, one = _both(cfg, net, X, y, saveat=SaveAt(record_schedule(STEPS, every=STEPS // 4)))
     assert _rel(dense.final.a, one.final.a) < 1e-12
     assert _rel(dense.final.W, one.final.W) < 1e-12
     for k in ("loss", "output", "a", "neuron_norm"):
@@ -320,8 +320,8 @@ def test_engine_options_per_run_lognorm_first_layer_stop():
         stop = np.array([0.0, 0.99 * np.mean((out - y[1]) ** 2) / 2, 0.0])  # run 1 stops early
         # run 2 of the log-norm case starts at lambda = e^-300
         log_scale = np.array([0.0, 0.0, -300.0]) if "parametrisation" in kw else None
-        dense, one = _both(cfg, net, X, y, record_schedule(1000, every=500), stop_loss=stop,
-                           log_scale=log_scale)
+        dense, one = _both(cfg, net, X, y, saveat=SaveAt(record_schedule(1000, every=500)),
+                           stop=StopWhen(loss=stop), log_scale=log_scale)
         assert _rel(dense.final.a, one.final.a) < 1e-12 and _rel(dense.final.W, one.final.W) < 1e-12
         if log_scale is not None:
             assert _rel(dense.log_final["log_norm"], one.log_final["log_norm"]) < 1e-12
@@ -335,7 +335,7 @@ def test_engine_options_per_run_lognorm_first_layer_stop():
 def test_engine_divergence():
     net, X, y = _problem("square", p=16)
     cfg = EngineConfig(loss=Loss("square"), lr=1e150, probes=("loss",))  # overflow at step 1
-    dense, one = _both(cfg, net, X, y, record_schedule(20, every=10))
+    dense, one = _both(cfg, net, X, y, saveat=SaveAt(record_schedule(20, every=10)))
     assert dense.status["diverged"].all()
     for k in dense.status:
         assert np.array_equal(dense.status[k], one.status[k]), k
@@ -354,7 +354,7 @@ def test_three_point_ols_limit():
             init.dominated(key, p, 2, 1e-3, width_scaling=True)]
     net = Network(jnp.stack([m.a for m in nets]), jnp.stack([m.W for m in nets]))
     cfg = EngineConfig(loss=Loss("mse"), lr=0.02, probes=("loss", "output"))
-    for res in _both(cfg, net, X, y, record_schedule(20_000, every=10_000)):
+    for res in _both(cfg, net, X, y, saveat=SaveAt(record_schedule(20_000, every=10_000))):
         np.testing.assert_allclose(res.records["output"][:, -1], np.broadcast_to(X @ beta, (2, 3)),
                                    atol=1e-9)
         np.testing.assert_allclose(res.records["loss"][:, -1], np.mean((X @ beta - y) ** 2),
@@ -378,14 +378,14 @@ def test_refusals():
     cfg = EngineConfig(onedim=True)
     sched = record_schedule(2, every=1)
     with pytest.raises(ValueError, match=r"onedim.*span"):
-        simulate(cfg, net, X, y, sched, span=True)
+        simulate(cfg, net, X, y, saveat=SaveAt(sched), options=EngineOptions(span=True))
     with pytest.raises(ValueError, match=r"onedim.*bias"):
-        simulate(cfg, net, X * 2.0, y, sched)
+        simulate(cfg, net, X * 2.0, y, saveat=SaveAt(sched))
     with pytest.raises(ValueError, match=r"onedim.*shape"):
         simulate(cfg, Network(net.a, jnp.concatenate([net.W, net.W[..., :1]], -1)),
-                 np.concatenate([X, X[:, :1]], 1), y, sched)
+                 np.concatenate([X, X[:, :1]], 1), y, saveat=SaveAt(sched))
     with pytest.raises(ValueError, match="onedim"):
-        simulate(EngineConfig(), net, OneDimInputs.of(X), y, sched)
+        simulate(EngineConfig(), net, OneDimInputs.of(X), y, saveat=SaveAt(sched))
 
 
 def test_pays():
@@ -412,7 +412,7 @@ def test_rebatching_per_run_data(monkeypatch):
                   jnp.asarray(rng.standard_normal((R, p, 2)) * 0.3))
     cfg = EngineConfig(loss=Loss("square"), lr=0.05, onedim=True, probes=("loss", "a"))
     sched = record_schedule(400, every=20)
-    free = simulate(cfg, net, X, y, sched).records["loss"]
+    free = simulate(cfg, net, X, y, saveat=SaveAt(sched)).records["loss"]
     stop = np.array([free[0, 3], free[1, 5], free[2, 7], -np.inf, -np.inf]) * (1 + 1e-9)
     original, sizes = rebatch.compaction, []
 
@@ -422,9 +422,11 @@ def test_rebatching_per_run_data(monkeypatch):
         return keep
 
     monkeypatch.setattr(rebatch, "compaction", counting)
-    with_rb = simulate(cfg, net, X, y, sched, stop_loss=stop, records_per_call=2)
+    with_rb = simulate(cfg, net, X, y, saveat=SaveAt(sched), stop=StopWhen(loss=stop),
+                       options=EngineOptions(records_per_call=2))
     assert sizes and sizes[-1] < R  # the batch was compacted
-    without = simulate(cfg, net, X, y, sched, stop_loss=stop, records_per_call=2, rebatch=False)
+    without = simulate(cfg, net, X, y, saveat=SaveAt(sched), stop=StopWhen(loss=stop),
+                       options=EngineOptions(records_per_call=2, rebatch=False))
     assert with_rb.status["stopped"][:3].all()
     for k in with_rb.records:
         np.testing.assert_array_equal(with_rb.records[k], without.records[k], err_msg=k)

@@ -51,8 +51,8 @@ class Failure:
 class Cancelled(Exception):
     """Work stopped because something beside it failed or was interrupted, or its caller stopped:
     a batch in flight in the local executor, a shard of a batch when another shard fails, a
-    certificate's rerun when its batch fails. Raised from a progress callback, so the work ends at
-    its next segment."""
+    certificate's rerun when its batch fails. Raised by a :class:`shallowflow.dynamics.CancelToken`
+    or an executor's step callback, so the engine stops at its next compiled segment."""
 
 
 class BatchesFailed(Exception):

@@ -32,7 +32,15 @@ from shallowflow import certificate
 from shallowflow.activations import Activation
 from shallowflow.config import BATCHABLE, DIGEST, Experiment
 from shallowflow.data.validate import validate_dataset
-from shallowflow.dynamics import EngineConfig, EngineResult, record_schedule
+from shallowflow.dynamics import (
+    EngineConfig,
+    EngineOptions,
+    EngineResult,
+    Progress,
+    SaveAt,
+    StopWhen,
+    record_schedule,
+)
 from shallowflow.dynamics import simulate as engine_simulate
 from shallowflow.losses import Loss
 from shallowflow.network import Network, add_bias_column
@@ -341,13 +349,15 @@ def to_dataset(batch: BatchInputs, result: EngineResult) -> xr.Dataset:
 
 def _run_engine(batch: BatchInputs, level: int = 0,
                 progress: Callable[[int, int], None] | None = None) -> EngineResult:
-    """Train the batch at step lr / 2^level, recording at the same flow times."""
+    """Train the batch at step lr / 2^level, recording at the same flow times. ``progress(done,
+    total)`` is called after each compiled segment; an exception it raises ends the training."""
     exp = batch.refs[0].experiment
     cfg = engine_config(exp, exp.train.lr / 2**level)
-    return engine_simulate(cfg, batch.net0, batch.X, batch.y, batch.schedule * 2**level,
-                           batch.stop_loss, batch.keys, progress=progress,
-                           log_scale=batch.log_scale, span=batch.span, stop_grad=batch.stop_grad,
-                           max_seconds=exp.train.max_seconds, skip_dead=exp.train.skip_dead)
+    return engine_simulate(
+        cfg, batch.net0, batch.X, batch.y, saveat=SaveAt(batch.schedule * 2**level),
+        stop=StopWhen(loss=batch.stop_loss, grad=batch.stop_grad, seconds=exp.train.max_seconds),
+        options=EngineOptions(span=batch.span, skip_dead=exp.train.skip_dead),
+        keys=batch.keys, log_scale=batch.log_scale, progress=Progress(report=progress))
 
 
 def run_batch(batch: BatchInputs,

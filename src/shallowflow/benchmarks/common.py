@@ -154,13 +154,13 @@ def time_simulate(cfg: Any, net0: Any, X: Any, y: Any, steps: int,
     first 1-step call on the same shapes, which compiles the loop; best wall time of ``repeats``
     timed calls, which reuse it; the last result). ``simulate`` returns numpy arrays, so every
     call is synchronised."""
-    from shallowflow.dynamics import record_schedule, simulate
+    from shallowflow.dynamics import SaveAt, record_schedule, simulate
 
     t0 = time.perf_counter()
-    simulate(cfg, net0, X, y, record_schedule(1, every=1))
+    simulate(cfg, net0, X, y, saveat=SaveAt(record_schedule(1, every=1)))
     compile_s = time.perf_counter() - t0
     sched = record_schedule(steps, every=steps)
-    best, res = best_time(lambda: simulate(cfg, net0, X, y, sched), repeats, warmup=False)
+    best, res = best_time(lambda: simulate(cfg, net0, X, y, saveat=SaveAt(sched)), repeats, warmup=False)
     return compile_s, best, res
 
 

@@ -3,12 +3,17 @@
 
 The time loop is compiled (:mod:`~shallowflow.dynamics.step`); the host only loops over
 segments of record points, for the progress bar, to stop once every run is frozen, and to
-re-batch once most runs are frozen (:mod:`~shallowflow.dynamics.rebatch`). Options:
-``parametrisation`` (:mod:`~shallowflow.dynamics.parametrisation`; "lognorm" for tiny
-initialisations), ``activity_mask`` (:mod:`~shallowflow.dynamics.step`), ``span``: simulate in
-an orthonormal basis of the data span (:mod:`~shallowflow.dynamics.span`), with the diagonal fast
-path for orthogonal data, and ``onedim``: inputs (x, 1) sorted once, for the exact bucketed step
-of :mod:`shallowflow.onedim` (docs/math.md §10).
+re-batch once most runs are frozen (:mod:`~shallowflow.dynamics.rebatch`). The call is asked
+what to record (:class:`~shallowflow.dynamics.options.SaveAt`), when a run ends
+(:class:`~shallowflow.dynamics.options.StopWhen`) and how to run
+(:class:`~shallowflow.dynamics.options.EngineOptions`), and is given a progress meter and a
+cancellation token (:mod:`~shallowflow.dynamics.control`). Compiled-in settings
+(:class:`~shallowflow.dynamics.config.EngineConfig`): ``parametrisation``
+(:mod:`~shallowflow.dynamics.parametrisation`; "lognorm" for tiny initialisations),
+``activity_mask`` (:mod:`~shallowflow.dynamics.step`) and ``onedim``: inputs (x, 1) sorted once,
+for the exact bucketed step of :mod:`shallowflow.onedim` (docs/math.md §10); the option
+``span`` simulates in an orthonormal basis of the data span (:mod:`~shallowflow.dynamics.span`),
+with the diagonal fast path for orthogonal data.
 """
 
 from __future__ import annotations
@@ -18,9 +23,8 @@ import functools
 import itertools
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import jax
 import jax.numpy as jnp
@@ -31,6 +35,8 @@ from shallowflow.dynamics import live
 from shallowflow.dynamics import rebatch as rb
 from shallowflow.dynamics.compilation import core_slots, prepared, segment, shards
 from shallowflow.dynamics.config import EngineConfig
+from shallowflow.dynamics.control import CancelToken, Progress
+from shallowflow.dynamics.options import EngineOptions, SaveAt, StopWhen
 from shallowflow.dynamics.parametrisation import Params, log_shift
 from shallowflow.dynamics.span import project, restore, span_of
 from shallowflow.dynamics.state import (
@@ -154,21 +160,22 @@ def to_device(x: Array | np.ndarray, dtype: np.dtype | str | None = None) -> Arr
 
 
 def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs: Inputs, y: Array,
-                  stop: Stop, keys: Array, schedule: np.ndarray, per_call: int,
-                  progress: Callable[[int, int], None] | None, rebatch: bool,
-                  deadline: float | None = None, skip_dead: live.SkipDead = "off",
+                  stop: Stop, keys: Array, schedule: np.ndarray, options: EngineOptions,
+                  deadline: float | None, progress: Progress, cancel: CancelToken,
                   ) -> tuple[EngineState, Reference, dict[str, np.ndarray], list[int]]:
-    """The host loop over compiled segments; returns the final state, records (R, S, ...) and
-    the neurons stepped per run in each segment. Past ``deadline`` (``time.perf_counter()``
-    seconds) the running runs end at the last record step ("time"), and their remaining records
-    are copies of it, as for any frozen run. ``skip_dead``: before each segment, let the dead
-    neurons leave the step loop (:func:`shallowflow.dynamics.live.choose`). Time spent waiting
-    for a core slot (:func:`~shallowflow.dynamics.compilation.core_slots`) does not count
-    against ``deadline``."""
+    """The host loop over compiled segments of ``options.records_per_call`` records; returns the
+    final state, records (R, S, ...) and the neurons stepped per run in each segment. Past
+    ``deadline`` (``time.perf_counter()`` seconds) the running runs end at the last record step
+    ("time"), and their remaining records are copies of it, as for any frozen run.
+    ``options.skip_dead``: before each segment, let the dead neurons leave the step loop
+    (:func:`shallowflow.dynamics.live.choose`). Time spent waiting for a core slot
+    (:func:`~shallowflow.dynamics.compilation.core_slots`) does not count against ``deadline``.
+    After each segment ``cancel`` is checked, then ``progress`` advanced (it was started)."""
     R = stop.loss.shape[0]
     p = int(np.shape(ref.perp_sq)[1])
     inputs = prepared(inputs, R, p)  # per shard: no batch-wide copy of X^T
     total = int(schedule[-1])
+    per_call, skip_dead = options.records_per_call, options.skip_dead
     step = to_device(np.int64(0))
     pieces: list[dict[str, np.ndarray]] = []
     done = 0
@@ -180,6 +187,11 @@ def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs:
     per_run_step = np.inf  # measured seconds per run and step (after the compiling segment)
     waited = 0.0  # seconds waiting for a core slot (other batches' segments): not the budget's
     neurons, width, widths = None, p, []  # the neurons stepped (dynamics.live), all at first
+
+    def reached(steps: int) -> None:
+        cancel.check()
+        progress.advance(steps - progress.done)
+
     for index, chunk in enumerate(_chunks(schedule, per_call, max(1, total // 50))):
         left = total - int(step)
         # count the live neurons only if even the narrowest width could pay
@@ -207,8 +219,7 @@ def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs:
         pieces.append(part)
         last = {k: v[-1] for k, v in part.items()}
         done += len(chunk)
-        if progress is not None:
-            progress(int(chunk[-1]), total)
+        reached(int(chunk[-1]))
         if deadline is not None and done < len(schedule) and time.perf_counter() - waited > deadline:
             state = time_out(state, int(chunk[-1]))
         code = np.asarray(state.code)
@@ -216,11 +227,10 @@ def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs:
             # every run is frozen: the remaining records are exact copies of the last one
             rest = len(schedule) - done
             pieces.append({k: np.repeat(v[None], rest, axis=0) for k, v in last.items()})
-            if progress is not None:
-                progress(total, total)
+            reached(total)
             break
         saving = per_run_step * (total - int(chunk[-1]))
-        keep = rb.compaction(code, current, rb.REBATCH_MULTIPLE, saving) if rebatch else None
+        keep = rb.compaction(code, current, rb.REBATCH_MULTIPLE, saving) if options.rebatch else None
         if keep is not None and done < len(schedule):
             full_state = rb.put_runs(full_state, state, current)
             current = current[keep]
@@ -236,31 +246,26 @@ def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs:
 
 def _run_sharded(parts: list[np.ndarray], cfg: EngineConfig, state: EngineState, ref: Reference,
                  inputs: Inputs, y: Array, stop: Stop, keys: Array, schedule: np.ndarray,
-                 per_call: int, progress: Callable[[int, int], None] | None, rebatch: bool,
-                 deadline: float | None, skip_dead: live.SkipDead,
-                 ) -> tuple[EngineState, dict[str, np.ndarray], list[int]]:
+                 options: EngineOptions, deadline: float | None, progress: Progress,
+                 cancel: CancelToken) -> tuple[EngineState, dict[str, np.ndarray], list[int]]:
     """:func:`_run_segments` for each shard of runs (:func:`~shallowflow.dynamics.compilation.
     shards`) in a thread of its own, side by side; runs are independent, so each run's result is
     the one it gets in the whole batch. A shard's padding runs (repeated indices) start frozen
-    and are dropped. Progress reports the slowest shard; once a shard fails, or the caller is
-    interrupted, the others stop at their next segment."""
+    and are dropped. ``progress`` (started) follows the slowest shard; once a shard fails, or the
+    caller is interrupted or cancels, the others stop at their next segment."""
     if len(parts) == 1 and len(parts[0]) == stop.loss.shape[0]:  # the batch as it is
         state, _, records, widths = _run_segments(cfg, state, ref, inputs, y, stop, keys,
-                                                  schedule, per_call, progress, rebatch,
-                                                  deadline, skip_dead)
+                                                  schedule, options, deadline, progress, cancel)
         return state, records, widths
-    lock, failed = threading.Lock(), threading.Event()
+    lock, shards_cancel = threading.Lock(), CancelToken(parent=cancel)
     done = [0] * len(parts)
 
-    def report(k: int) -> Callable[[int, int], None]:
+    def meter(k: int) -> Progress:
         def step_done(steps: int, total: int) -> None:
-            if failed.is_set():
-                raise Cancelled
             with lock:
                 done[k] = steps
-                if progress is not None:
-                    progress(min(done), total)
-        return step_done
+                progress.advance(min(done) - progress.done)
+        return Progress(step_done, progress.total)
 
     # shards are cut and joined on the host: device gathers would compile a program per leaf
     host = jax.tree_util.tree_map(np.asarray, (state, ref, stop, keys, y, inputs))
@@ -277,10 +282,10 @@ def _run_sharded(parts: list[np.ndarray], cfg: EngineConfig, state: EngineState,
         try:
             return _run_segments(cfg, st, take(rf, idx), jax.tree_util.tree_map(
                 to_device, inp.take_runs(idx)), to_device(yy[idx] if yy.ndim == 2 else yy),
-                take(sp, idx), to_device(kk[idx]), schedule, per_call, report(k), rebatch,
-                deadline, skip_dead)
+                take(sp, idx), to_device(kk[idx]), schedule, options, deadline, meter(k),
+                shards_cancel)
         except BaseException:
-            failed.set()
+            shards_cancel.cancel()
             raise
 
     pool = ThreadPoolExecutor(len(parts), thread_name_prefix="shallowflow-shard")
@@ -288,7 +293,7 @@ def _run_sharded(parts: list[np.ndarray], cfg: EngineConfig, state: EngineState,
     try:
         wait(futures)
     except BaseException:
-        failed.set()  # an interrupt: the shards stop at their next segment
+        shards_cancel.cancel()  # an interrupt: the shards stop at their next segment
         raise
     finally:
         pool.shutdown(wait=True)
@@ -314,62 +319,41 @@ def simulate(
     net0: Network,
     X: Array | np.ndarray | Inputs,
     y: Array | np.ndarray,
-    schedule: np.ndarray,
-    stop_loss: Array | np.ndarray | None = None,
+    *,
+    saveat: SaveAt,
+    stop: StopWhen = StopWhen(),
+    options: EngineOptions = EngineOptions(),
     keys: Array | None = None,
-    progress: Callable[[int, int], None] | None = None,
-    records_per_call: int = 64,
     log_scale: Array | np.ndarray | None = None,
-    span: bool = False,
-    rebatch: bool = True,
-    stop_grad: Array | np.ndarray | None = None,
-    max_seconds: float | None = None,
-    skip_dead: live.SkipDead = "auto",
-    threads: int | None = None,
+    progress: Progress | None = None,
+    cancel: CancelToken | None = None,
 ) -> EngineResult:
     """Train the batch of networks ``net0`` (a (R, p), W (R, p, d)) and record probes at
-    ``schedule``.
+    ``saveat.steps``, until ``saveat.budget`` steps or until ``stop`` ends a run.
 
     X, y: shared (n, d), (n,); per run (R, n, d), (R, n); or an :mod:`~shallowflow.inputs`
-    object. ``schedule``: strictly increasing record steps starting at 0 (see
-    :func:`~shallowflow.dynamics.schedule.record_schedule`). ``stop_loss`` (R,): per-run early-stop
-    threshold (None: never). ``stop_grad`` (R,): end a run once ||grad L||_2 < stop_grad at a record
-    point after step 0 (None: never). ``max_seconds``: wall-clock budget of the whole call,
-    compilation included, tested between compiled segments (at most 1/50 of the steps each); runs
-    still running then end "time" (``stop_reason``) with their results up to that point.
-    ``keys`` (R,): per-run keys for SGD sampling. ``log_scale`` (R,): the
-    trained network is exp(log_scale) * net0 (so lambda = exp(-1000) is expressible; required
-    scale information for the lognorm parametrisation, else lambda = 1). ``span``: train in the
-    span basis of the data (:mod:`~shallowflow.dynamics.span`; X must be an array). ``rebatch``:
-    once at most half of the batch still runs, continue with the running runs only (frozen runs'
-    records are exact copies of their last one, so results are identical; a new shape compiles
-    once). ``skip_dead``: step only the neurons active on some sample, the dead ones keeping
-    their parameters exactly (:mod:`~shallowflow.dynamics.live`; results equal to rounding;
-    "auto": when it saves enough work, "on": whenever possible, "off": never; only where the
-    parametrisation keeps dead neurons exactly and the activation is ReLU). ``threads``: shards
-    of runs advanced side by side, each in a thread of its own (None: one per core where runs
-    are contracted in blocks of a size fixed by the shapes, large per-run or shared data on CPU,
-    and the results are bit for bit those of one shard; else one;
-    :func:`~shallowflow.dynamics.compilation.shards`).
-    ``progress(done_steps, total_steps)`` is called after each compiled segment (from the
-    shards' threads: for the slowest shard).
+    object (with ``options.span``: X must be an array). ``keys`` (R,): per-run keys for SGD
+    sampling. ``log_scale`` (R,): the trained network is exp(log_scale) * net0 (so
+    lambda = exp(-1000) is expressible; required scale information for the lognorm
+    parametrisation, else lambda = 1). ``progress`` is started with the step budget and advanced
+    after each compiled segment (from the shards' threads: for the slowest shard); ``cancel`` is
+    checked there, raising :class:`~shallowflow.errors.Cancelled` once it is cancelled.
     """
-    deadline = None if max_seconds is None else time.perf_counter() + max_seconds
-    schedule = np.asarray(schedule, dtype=np.int64)
-    if schedule.ndim != 1 or len(schedule) == 0 or schedule[0] != 0 or np.any(np.diff(schedule) <= 0):
-        raise ValueError("schedule: must be a strictly increasing 1-D array of steps starting at 0")
+    deadline = None if stop.seconds is None else time.perf_counter() + stop.seconds
+    schedule = saveat.schedule
     R = net0.a.shape[0]
     dtype = net0.W.dtype
     never = np.full((R,), -np.inf, dtype)  # set up in numpy: no compilation per shape
-    grad = never if stop_grad is None else np.asarray(stop_grad, dtype)
+    grad = never if stop.grad is None else np.asarray(stop.grad, dtype)
     with np.errstate(invalid="ignore"):  # -inf (never) must stay -inf
         grad_sq = np.where(grad > 0, grad * grad, -np.inf).astype(dtype)
-    stop = Stop(to_device(never if stop_loss is None else stop_loss, dtype), to_device(grad_sq))
+    thresholds = Stop(to_device(never if stop.loss is None else np.asarray(stop.loss, dtype)),
+                      to_device(grad_sq))
     keys = jax.random.split(jax.random.PRNGKey(0), R) if keys is None else keys
     W0 = np.asarray(net0.W)
-    if cfg.onedim and span:
+    if cfg.onedim and options.span:
         raise ValueError("onedim: not with span (inputs (x, 1) are already their own basis)")
-    in_span = span_of(np.asarray(X)) if span else None
+    in_span = span_of(np.asarray(X)) if options.span else None
     if in_span is not None:
         Wr, W_perp = project(W0.astype(np.float64), in_span.basis)
         inputs_raw: Inputs | Array | np.ndarray = in_span.inputs
@@ -401,12 +385,15 @@ def simulate(
         perp_gram = to_device(np.matmul(W64, W64.transpose(0, 2, 1)).transpose(1, 0, 2), dtype)
     state, ref = _initial_state(cfg, a0, Wt0, ls, log_perp_sq, inputs, y, perp_gram)
     start = _probe_context(cfg, state.params, None, ref)
-    per_call = max(1, min(records_per_call, len(schedule)))
+    run = replace(options, records_per_call=max(1, min(options.records_per_call, len(schedule))))
     if not (cfg.coordinates.dead_stay_put and cfg.activation.leak == 0):
-        skip_dead = "off"
-    parts = shards(inputs, R, threads, net0.a.shape[1])
-    state, records, widths = _run_sharded(parts, cfg, state, ref, inputs, y, stop, keys, schedule,
-                                          per_call, progress, rebatch, deadline, skip_dead)
+        run = replace(run, skip_dead="off")
+    parts = shards(inputs, R, options.threads, net0.a.shape[1])
+    progress = Progress() if progress is None else progress
+    progress.start(saveat.budget)
+    state, records, widths = _run_sharded(parts, cfg, state, ref, inputs, y, thresholds, keys,
+                                          schedule, run, deadline, progress,
+                                          CancelToken() if cancel is None else cancel)
     end = _probe_context(cfg, state.params, None, ref)
 
     def full_W(Wt: Array) -> np.ndarray:
@@ -420,7 +407,7 @@ def simulate(
     log_final = None
     if cfg.coordinates.log_final:
         log_final = {"log_norm": np.asarray(end.log_norm), "log_abs_a": np.asarray(end.log_abs_a)}
-    status = status_arrays(np.asarray(state.code), np.asarray(state.event_step), int(schedule[-1]))
+    status = status_arrays(np.asarray(state.code), np.asarray(state.event_step), saveat.budget)
     return EngineResult(
         Network(np.asarray(start.a), full_W(start.Wt)), Network(np.asarray(end.a), full_W(end.Wt)),
         status, records, schedule, log_final, widths)
