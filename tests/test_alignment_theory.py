@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from shallowflow.theory import alignment as al
+from shallowflow.theory import alignment_measures as measures
 
 RNG = np.random.default_rng(7)
 
@@ -260,19 +261,19 @@ def test_activation_violations_by_hand():
         [[-1.0, -1.0], [1.0, -1.0]],
     ])
     v = np.array([1.0, -1.0])
-    got = al.activation_violations(W, v, X, y)
+    got = measures.activation_violations(W, v, X, y)
     np.testing.assert_array_equal(got, [[1, 2], [1, 0], [0, 0]])
     # sign of v changes between records 0 and 1 for neuron 1: that pair counts nothing
     vt = np.array([[1.0, -1.0], [1.0, 1.0], [1.0, 1.0], [1.0, 1.0]])
-    got = al.activation_violations(W, vt, X, y)
+    got = measures.activation_violations(W, vt, X, y)
     np.testing.assert_array_equal(got, [[1, 0], [1, 0], [0, 0]])  # V_+ neuron 1 loses x_2: allowed
     # a tiny crossing within tol is ignored
     Wt = np.array([[[1.0, 1e-9]], [[1.0, -1e-9]], [[1.0, 1e-9]]])
-    assert al.activation_violations(Wt, [-1.0], X, y).sum() == 1  # V_-: gains x_2 again
-    assert al.activation_violations(Wt, [-1.0], X, y, tol=1e-6).sum() == 0
+    assert measures.activation_violations(Wt, [-1.0], X, y).sum() == 1  # V_-: gains x_2 again
+    assert measures.activation_violations(Wt, [-1.0], X, y, tol=1e-6).sum() == 0
     # batch axes: (run, time, p, d) with v (run, p)
     Wb = np.stack([W, W])
-    got = al.activation_violations(Wb, np.stack([v, v]), X, y)
+    got = measures.activation_violations(Wb, np.stack([v, v]), X, y)
     assert got.shape == (2, 3, 2) and got.sum() == 8
 
 
@@ -295,7 +296,7 @@ def test_gd_on_separated_data_keeps_patterns_monotone():
         if step % 50 == 0:
             rec.append(W.copy())
     rec = np.array(rec)
-    assert al.activation_violations(rec, np.sign(v), X, y).sum() == 0
+    assert measures.activation_violations(rec, np.sign(v), X, y).sum() == 0
     counts = al.cone_counts(W, X, y, v)
     assert counts[0, al.OTHER] == 0 and counts[0, al.S_MINUS] == 0
     assert counts[1, al.OTHER] == 0 and counts[1, al.S_PLUS] == 0
@@ -307,7 +308,7 @@ def test_alignment_cosines_against_loops():
     v = RNG.standard_normal((3, 8))
     v[2] = -np.abs(v[2])  # V_+ empty in run 2
     xp, xm = RNG.standard_normal(5), RNG.standard_normal(5)
-    got = al.alignment_cosines(W, v, xp, xm)
+    got = measures.alignment_cosines(W, v, xp, xm)
 
     def cos(a, b):
         return a @ b / (np.linalg.norm(a) * np.linalg.norm(b))
@@ -328,38 +329,38 @@ def test_stable_rank_and_spectral_norm_against_svd():
     W = RNG.standard_normal((4, 6, 10))
     W[1] = np.outer(RNG.standard_normal(6), RNG.standard_normal(10))  # rank one
     s = np.linalg.svd(W, compute_uv=False)
-    np.testing.assert_allclose(al.spectral_norm_sq(W), s[:, 0] ** 2, rtol=1e-12)
-    np.testing.assert_allclose(al.stable_rank(W), np.sum(s ** 2, axis=1) / s[:, 0] ** 2, rtol=1e-12)
-    assert al.stable_rank(W[1]) == pytest.approx(1.0)
-    assert al.stable_rank(np.linalg.norm(W[0], ord="fro") * np.eye(5)) == pytest.approx(5.0)
-    assert math.isnan(al.stable_rank(np.zeros((3, 2))))
+    np.testing.assert_allclose(measures.spectral_norm_sq(W), s[:, 0] ** 2, rtol=1e-12)
+    np.testing.assert_allclose(measures.stable_rank(W), np.sum(s ** 2, axis=1) / s[:, 0] ** 2, rtol=1e-12)
+    assert measures.stable_rank(W[1]) == pytest.approx(1.0)
+    assert measures.stable_rank(np.linalg.norm(W[0], ord="fro") * np.eye(5)) == pytest.approx(5.0)
+    assert math.isnan(measures.stable_rank(np.zeros((3, 2))))
 
 
 def test_changes_by_hand():
     W = np.array([[3.0, 4.0], [1.0, 0.0], [0.0, 0.0]])
     G = np.array([[1.0, 2.0], [0.0, 2.0], [5.0, 5.0]])  # ∇L; -∇L = -G
-    norms, dirs = al.changes_from_gradient(W, G)
+    norms, dirs = measures.changes_from_gradient(W, G)
     # neuron 0: u = (0.6, 0.8), <-G, u> = -2.2, tangential part of -G: (-1, -2) + 2.2 u = (0.32, -0.24)
     # neuron 1: u = (1, 0), <-G, u> = 0, tangential (0, -2), ||w|| = 1; neuron 2 (zero) left out
     assert norms == pytest.approx(2.2)
     assert dirs == pytest.approx(math.hypot(0.32, -0.24) / 5 + 2.0)
     W2 = np.stack([W, W + np.array([[0.0, 1.0], [1.0, 1.0], [1.0, 0.0]])])
-    n2, d2 = al.changes_from_snapshots(W2, [0.0, 0.5])
+    n2, d2 = measures.changes_from_snapshots(W2, [0.0, 0.5])
     # neuron 0: ||(3, 5)|| - 5; neuron 1: ||(2, 1)|| - 1; neuron 2 zero at the first record
     assert n2 == pytest.approx([(abs(math.hypot(3, 5) - 5) + abs(math.sqrt(5) - 1)) / 0.5])
     u0 = np.linalg.norm(np.array([3, 5]) / math.hypot(3, 5) - np.array([0.6, 0.8]))
     u1 = np.linalg.norm(np.array([2, 1]) / math.sqrt(5) - np.array([1.0, 0.0]))
     assert d2 == pytest.approx([(u0 + u1) / 0.5])
     with pytest.raises(ValueError, match="increase"):
-        al.changes_from_snapshots(W2, [1.0, 1.0])
+        measures.changes_from_snapshots(W2, [1.0, 1.0])
 
 
 def test_snapshot_changes_match_gradient_changes_for_a_small_step():
     W = RNG.standard_normal((2, 7, 4))
     G = RNG.standard_normal((2, 7, 4))
     lr = 1e-7
-    n_g, d_g = al.changes_from_gradient(W, G)
-    n_s, d_s = al.changes_from_snapshots(np.stack([W, W - lr * G], axis=1), [0.0, lr])
+    n_g, d_g = measures.changes_from_gradient(W, G)
+    n_s, d_s = measures.changes_from_snapshots(np.stack([W, W - lr * G], axis=1), [0.0, lr])
     np.testing.assert_allclose(n_s[:, 0], n_g, rtol=1e-5)
     np.testing.assert_allclose(d_s[:, 0], d_g, rtol=1e-5)
 
@@ -368,10 +369,10 @@ def test_violations_are_the_same_in_chunks(monkeypatch):
     X, y = separated(5, 4, d=3)
     W = RNG.standard_normal((2, 9, 6, 3))
     v = RNG.standard_normal((2, 9, 6))
-    whole = al.activation_violations(W, v, X, y)
+    whole = measures.activation_violations(W, v, X, y)
     assert whole.sum() > 0
     monkeypatch.setattr(al, "_CHUNK_ENTRIES", 2 * 6 * 9 * 2)  # two records per chunk
-    np.testing.assert_array_equal(al.activation_violations(W, v, X, y), whole)
+    np.testing.assert_array_equal(measures.activation_violations(W, v, X, y), whole)
 
 
 def test_direction_velocity_matches_the_early_field():
@@ -384,6 +385,6 @@ def test_direction_velocity_matches_the_early_field():
     pre = W @ X.T
     g = -y * np.exp(-y * (v @ np.maximum(pre, 0.0)))  # exponential loss, sum
     W1 = W - lr * (v[:, None] * (pre > 0) * g) @ X
-    vel = al.direction_velocity(np.stack([W, W1]), [0.0, lr])[0]
+    vel = measures.direction_velocity(np.stack([W, W1]), [0.0, lr])[0]
     field = al.direction_field(W, v, X, y)
     np.testing.assert_allclose(vel, field, atol=1e-4 * np.max(np.abs(field)))

@@ -11,13 +11,14 @@ import pytest
 
 from shallowflow.config import ConfigError, experiment_from_mapping
 from shallowflow.dynamics import EngineConfig, EngineOptions, SaveAt, simulate
-from shallowflow.experiment import engine_config
-from shallowflow.losses import Loss
-from shallowflow.network import Network
-from shallowflow.preflight import record_size
-from shallowflow.probes import DEFAULT_PROBES, PROBES
+from shallowflow.dynamics.probes import DEFAULT_PROBES, PROBES
+from shallowflow.model.losses import Loss
+from shallowflow.model.network import Network
 from shallowflow.theory import alignment as al
-from shallowflow.training import train
+from shallowflow.theory import alignment_measures as measures
+from shallowflow.training.batches import engine_config
+from shallowflow.training.entry import train
+from shallowflow.training.preflight import record_size
 
 MMV = ("mmv_cos_plus", "mmv_cos_minus", "mmv_cone_counts", "stable_rank", "spectral_norm_sq",
        "mmv_norm_change", "mmv_direction_change")
@@ -49,16 +50,16 @@ def _check(rec: dict, X: np.ndarray, y: np.ndarray, T: float = 1.0) -> None:
     for r in range(W.shape[0]):
         Xr, yr = (X[r], y[r]) if per_run else (X, y)
         xp, xm = al.class_directions(Xr, yr)
-        cos = al.alignment_cosines(W[r], a[r], xp, xm)
+        cos = measures.alignment_cosines(W[r], a[r], xp, xm)
         for key, probe in (("plus", "mmv_cos_plus"), ("minus", "mmv_cos_minus")):
             want = np.stack([cos[f"{key}_min"], cos[key], cos[f"{key}_max"]], axis=-1)
             np.testing.assert_allclose(rec[probe][r], want, rtol=0, atol=1e-12)
         np.testing.assert_array_equal(rec["mmv_cone_counts"][r], al.cone_counts(W[r], Xr, yr))
-        np.testing.assert_allclose(rec["spectral_norm_sq"][r], al.spectral_norm_sq(W[r]),
+        np.testing.assert_allclose(rec["spectral_norm_sq"][r], measures.spectral_norm_sq(W[r]),
                                    rtol=1e-11)
-        np.testing.assert_allclose(rec["stable_rank"][r], al.stable_rank(W[r]), rtol=1e-11)
+        np.testing.assert_allclose(rec["stable_rank"][r], measures.stable_rank(W[r]), rtol=1e-11)
         grad = _numpy_gradient(W[r], a[r], Xr, yr)
-        norms, directions = al.changes_from_gradient(W[r], T * grad)
+        norms, directions = measures.changes_from_gradient(W[r], T * grad)
         np.testing.assert_allclose(rec["mmv_norm_change"][r], norms, rtol=1e-10)
         np.testing.assert_allclose(rec["mmv_direction_change"][r], directions, rtol=1e-10)
 
@@ -117,7 +118,7 @@ def test_changes_agree_with_one_step_finite_differences():
     cfg = EngineConfig(loss=Loss("logistic", "sum"), lr=lr,
                        probes=("mmv_norm_change", "mmv_direction_change", "W"))
     rec = simulate(cfg, net, X, y, saveat=SaveAt(np.array([0, 1]))).records
-    norms, directions = al.changes_from_snapshots(rec["W"], np.array([0.0, lr]))
+    norms, directions = measures.changes_from_snapshots(rec["W"], np.array([0.0, lr]))
     np.testing.assert_allclose(rec["mmv_norm_change"][:, 0], norms[:, 0], rtol=1e-4)
     np.testing.assert_allclose(rec["mmv_direction_change"][:, 0], directions[:, 0], rtol=1e-4)
 

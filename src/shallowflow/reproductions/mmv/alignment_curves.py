@@ -9,8 +9,9 @@ starts at 1 (exponential loss at f = 0, averaged; a sum starts at n, the logisti
 and report every reading they ran.
 
 Everything MMV-specific is measured post hoc from recorded snapshots of W and v with
-:mod:`shallowflow.theory.alignment` (cosines and their bands, cones, stable rank, spectral norm,
-A.5 changes); curve measurements come from :mod:`shallowflow.curves`.
+:mod:`shallowflow.theory.alignment` (cones) and :mod:`shallowflow.theory.alignment_measures`
+(cosines and their bands, stable rank, spectral norm, A.5 changes); curve measurements come from
+:mod:`shallowflow.analysis.curves`.
 
 Helpers:
 
@@ -33,11 +34,12 @@ import numpy as np
 import xarray as xr
 from pydantic import Field
 
+from shallowflow.analysis.curves import first_crossing, first_rise
 from shallowflow.config import Experiment
-from shallowflow.curves import first_crossing, first_rise
 from shallowflow.reproductions.base import Params
 from shallowflow.reproductions.fields import Reading
 from shallowflow.theory import alignment as al
+from shallowflow.theory import alignment_measures as measures
 
 PAPER_ALPHA = 1e-6  # §4 and App. A: entries of W and v ~ N(0, alpha^2)
 PAPER_LR = 2e-3  # GD step
@@ -133,10 +135,10 @@ def curve_measures(W: np.ndarray, a: np.ndarray, X: np.ndarray, y: np.ndarray) -
     ||W||_2^2, ||W||_F^2, |V_+| and the cone counts of V_+ and V_- (``cones`` (T, 2, 4), columns
     other, S_+, S_-, S_dead)."""
     xp, xm = al.class_directions(X, y)
-    cos = al.alignment_cosines(W, a, xp, xm)
+    cos = measures.alignment_cosines(W, a, xp, xm)
     out = {f"cos_{k}": v for k, v in cos.items()}
-    out["stable_rank"] = np.asarray(al.stable_rank(W))
-    out["spectral_sq"] = np.asarray(al.spectral_norm_sq(W))
+    out["stable_rank"] = np.asarray(measures.stable_rank(W))
+    out["spectral_sq"] = np.asarray(measures.spectral_norm_sq(W))
     out["frobenius_sq"] = np.sum(W * W, axis=(-2, -1))
     out["n_plus"] = np.sum(a > 0, axis=-1)
     out["cones"] = al.cone_counts(W, X, y, a)

@@ -5,8 +5,8 @@ Protocol: a centred digit pair (first digit +1, pixels in [0, 1]; ``data.kind = 
 embedded 500-per-digit subset unless ``per_digit`` takes fewer), h = 50, W and v entries
 N(0, alpha^2), full-batch GD with step 2e-3 for 15 000 iterations, once per loss reading
 (``alignment_curves.READINGS``). Snapshots of (v, W) every ``every`` iterations give, post hoc
-(``theory.alignment``), the alignment cosines with their bands, the stable rank, ||W||_2^2 and
-the cone counts; only these curves and the last network are saved.
+(``theory.alignment_measures``, ``theory.alignment``), the alignment cosines with their bands, the
+stable rank, ||W||_2^2 and the cone counts; only these curves and the last network are saved.
 
 Claims (each for the primary reading, every reading in ``variants``):
 
@@ -55,7 +55,7 @@ from shallowflow.theory.alignment import (
     pair_sign_agreement,
     stable_rank_bound,
 )
-from shallowflow.training import Trainer
+from shallowflow.training.entry import Trainer
 
 ALIGN_BAND = (0.0, 3000.0)  # "good alignment after ~2000 iterations": up to 1.5 x 2000
 GROWTH_BAND = (2000.0, 4500.0)  # "after ~3000 iterations the norm starts to grow": 3000 / 1.5 .. x 1.5
@@ -360,8 +360,8 @@ def protocol_pair(ds: xr.Dataset, P: MnistParams) -> list[Section]:
         f"pairs with y_i y_k <x_i, x_k> > 0: {agree:.3f} (Assumption 1 only approximately). "
         f"h = {P.width}, W and v entries N(0, {P.alpha:g}^2), seed {P.seed}; full-batch GD, step "
         f"{P.lr:g}, {P.steps} iterations, float64; snapshots every {P.every} iterations, all "
-        f"quantities computed from them (theory.alignment). The loss is not stated in the paper: "
-        f"each reading is run; headline verdicts use {P.primary} (Fig. 5's loss axis starts at "
-        f"1, which only the exponential mean gives).")),
+        f"quantities computed from them (theory.alignment, theory.alignment_measures). The loss is "
+        f"not stated in the paper: each reading is run; headline verdicts use {P.primary} (Fig. 5's "
+        f"loss axis starts at 1, which only the exponential mean gives).")),
         ("Readings", "\n".join(rows)),
         run_time(ds)]

@@ -9,7 +9,7 @@ the full batch (SGD then equals GD; said in the report). Both layers: W and v en
 N(0, alpha^2). First layer only (``train.layers = "first"``): W entries N(0, alpha^2), v_j = +-1
 fixed (``alignment_curves.first_layer_init``). The A.5 "changes" (docs/math.md §4.4) are measured every
 ``every`` iterations as finite differences over one step (records at k and k + 1;
-``theory.alignment.changes_from_snapshots``), which with the full batch is the rate of a full
+``theory.alignment_measures.changes_from_snapshots``), which with the full batch is the rate of a full
 gradient step to first order.
 
 Rule of "two phases" (fixed before the runs): with each change curve read relative to its own
@@ -43,8 +43,8 @@ from shallowflow.reproductions.mmv.alignment_curves import (
     mmv_experiment,
     reading,
 )
-from shallowflow.theory.alignment import changes_from_snapshots
-from shallowflow.training import Trainer
+from shallowflow.theory.alignment_measures import changes_from_snapshots
+from shallowflow.training.entry import Trainer
 
 DIGITS = (1, 0)
 SCHEMES = ("both layers", "first layer only")

@@ -48,7 +48,8 @@ from shallowflow.reproductions.mmv.alignment_curves import (
     reading,
 )
 from shallowflow.theory import alignment as al
-from shallowflow.training import Trainer
+from shallowflow.theory.alignment_measures import activation_violations, stable_rank
+from shallowflow.training.entry import Trainer
 
 T2_FRACTION = 0.5  # t_2: first record with L <= 0.5 L(0)
 RANK_BOUND = 2.0
@@ -103,13 +104,13 @@ def measures(ds: xr.Dataset, P: Fig6Params) -> dict[str, float]:
         worst = float(np.max(L[k2:] / bound))
     else:
         bound_ok, worst = False, math.nan
-    viol = al.activation_violations(W, a, X, y)
+    viol = activation_violations(W, a, X, y)
     return {"alignment_iteration": t_align, "alignment_time": t_align * P.lr,
             "onset_iteration": onset_iteration(L, it), "t1_theory": k0.t1, "time_factor": factor,
             "t1_simulated": k0.t1 * factor, "mu": k0.mu, "zeta": k0.zeta, "xi": k0.xi,
             "loss_alpha": k0.alpha, "t2": float(t[k2]) if k2 >= 0 else math.nan,
             "bound_holds": bound_ok, "worst_ratio": worst, "final_loss": float(L[-1]),
-            "final_stable_rank": float(al.stable_rank(W[-1])), "violations": int(viol.sum()),
+            "final_stable_rank": float(stable_rank(W[-1])), "violations": int(viol.sum()),
             "assumption2": k0.assumption2}
 
 
@@ -167,7 +168,7 @@ def judge(ds: xr.Dataset, P: Fig6Params) -> list[Claim]:
               "and lose negative points (eqs. 7-8)", 0, m["violations"],
               "reproduced" if m["violations"] == 0 else "not reproduced", None,
               "Violations counted between consecutive records while v_j keeps its sign "
-              "(theory.alignment.activation_violations)."),
+              "(theory.alignment_measures.activation_violations)."),
     ]
 
 
