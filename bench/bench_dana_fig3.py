@@ -118,7 +118,7 @@ def step_rate(R: int, n: int, dtype: str = "float64", threads: int | None = None
     shards (None: its policy, one per core; 1: the whole batch in one thread)."""
     from shallowflow.dynamics import EngineOptions
     from shallowflow.reproductions.dana.convergence_grids import convergence_experiment
-    from shallowflow.training import train
+    from shallowflow.training.entry import train
 
     def run(count: int) -> float:
         exp = convergence_experiment(n, D, None, R, SEED).with_train(
@@ -176,7 +176,7 @@ def run_grid(ns: Sequence[int], runs: int, rebatch: bool, dtype: str = "float64"
     re-batching on or off; per n the wall time, mean steps run and useful GFLOP."""
     from shallowflow.dynamics import EngineOptions
     from shallowflow.reproductions.dana.convergence_grids import convergence_experiment
-    from shallowflow.training import train
+    from shallowflow.training.entry import train
 
     with _default(EngineOptions.__init__, "rebatch", rebatch):
         rows, t0 = [], time.perf_counter()

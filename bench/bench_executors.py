@@ -73,7 +73,7 @@ def _rss_mb() -> float:
 @contextlib.contextmanager
 def _one_core() -> Iterator[None]:
     """This process (and the workers it spawns meanwhile) on its first core only."""
-    from shallowflow.executors import available_cores
+    from shallowflow.runtime.executors import available_cores
 
     cores = available_cores()
     setter = getattr(os, "sched_setaffinity", None)
@@ -88,7 +88,7 @@ def _one_core() -> Iterator[None]:
 
 
 def _one(spec: dict[str, Any], folder: Path, executor: str, workers: int | None) -> dict[str, Any]:
-    from shallowflow.executors import make_executor
+    from shallowflow.runtime.executors import make_executor
     from shallowflow.sweep import run_sweep, sweep_from_mapping
 
     sw = sweep_from_mapping(spec)
@@ -126,7 +126,7 @@ def _sweeps(spec: dict[str, Any], tmp: Path, keys: list[str]) -> dict[str, Any]:
 def _started(workers: int) -> tuple[Any, float]:
     """A local Dask cluster of ``workers`` processes, started and answering; and its start
     time in seconds."""
-    from shallowflow.executors import DaskExecutor
+    from shallowflow.runtime.executors import DaskExecutor
 
     t0 = time.perf_counter()
     ex = DaskExecutor(workers=workers)
@@ -143,7 +143,7 @@ def fig4_scaling(d_values: str = "", preset: str = "quick") -> dict[str, Any]:
     shape) and again on the same, warm workers (the work itself, as on a long-lived cluster)."""
     from shallowflow.reproductions import catalogue
     from shallowflow.reproductions.base import resolve_params
-    from shallowflow.training import trainer
+    from shallowflow.training.entry import trainer
 
     rep = catalogue()["dana-fig4"]
     params = resolve_params(rep, preset, [f"d_values=[{d_values}]"] if d_values else [])
@@ -179,9 +179,9 @@ def batch_overhead(batches: int) -> dict[str, Any]:
     file, as a sweep does."""
     import functools
 
-    from shallowflow import training
-    from shallowflow.executors import LocalExecutor
+    from shallowflow.runtime.executors import LocalExecutor
     from shallowflow.sweep import plan, sweep_from_mapping, sweep_store
+    from shallowflow.training import entry as training
 
     spec = {"name": "tiny", "max_batch": 1,
             "base": {"runs": batches, "data": {"kind": "sphere", "n": 8, "d": 4},

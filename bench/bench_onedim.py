@@ -52,8 +52,8 @@ def problem(m: int, n: int, dtype: str) -> tuple[Any, Any, Any]:
 
     from shallowflow import enable_full_precision
     from shallowflow.data import stewart
-    from shallowflow.init import gaussian
-    from shallowflow.network import Network, add_bias_column
+    from shallowflow.model.initialisation import gaussian
+    from shallowflow.model.network import Network, add_bias_column
 
     enable_full_precision()
     X, y = stewart(jax.random.PRNGKey(SEED), n)
@@ -65,7 +65,7 @@ def problem(m: int, n: int, dtype: str) -> tuple[Any, Any, Any]:
 
 def _config(onedim: bool) -> Any:
     from shallowflow.dynamics import EngineConfig
-    from shallowflow.losses import Loss
+    from shallowflow.model.losses import Loss
 
     return EngineConfig(loss=Loss("mse"), kappa=1.0, lr=LR, time_scale=1.0, probes=("loss",),
                         onedim=onedim)

@@ -58,7 +58,7 @@ def setup(n: int, probes: tuple[str, ...] = ("loss",)) -> tuple[Any, Any, Any, A
     from shallowflow import enable_full_precision
     from shallowflow.data import orthogonal
     from shallowflow.dynamics import EngineConfig
-    from shallowflow.init import dpb
+    from shallowflow.model.initialisation import dpb
 
     enable_full_precision()
     p = neurons_for(n, DELTA)
@@ -143,8 +143,8 @@ def bench_n(n: int, steps: int, dense_steps: int, agree_steps: int,
     """Both engines' s/step, the reduction's one-time cost and the agreement at ``n``."""
     from shallowflow.dynamics import EngineOptions, SaveAt, simulate
     from shallowflow.dynamics.span import project, span_of
-    from shallowflow.inputs import DiagonalInputs
-    from shallowflow.network import Network
+    from shallowflow.model.inputs import DiagonalInputs
+    from shallowflow.model.network import Network
 
     cfg, net0, X, y = setup(n)
     # the reduced engine's loop on pre-reduced inputs: the Inputs object passes through simulate

@@ -8,7 +8,7 @@ process: without the cache (``SHALLOWFLOW_CACHE_DIR=off``), with an empty cache 
 process compiles and writes its programs) and again with that folder (warm: it reads them back).
 The baseline is a whole ``python -c`` process that imports torch and runs the same steps in float32
 with autograd and ``torch.optim.SGD``, as the authors' script does (skipped without torch). Also
-the time of ``import shallowflow.cli`` alone. Best of ``repeats`` for each.
+the time of ``import shallowflow.cli.commands`` alone. Best of ``repeats`` for each.
 
     .venv/bin/python bench/bench_startup.py
 
@@ -31,7 +31,7 @@ from shallowflow.benchmarks.common import (
     run_with_options,
     with_foreign_load,
 )
-from shallowflow.compile_cache import ENV
+from shallowflow.runtime.compile_cache import ENV
 
 P, STEPS = 20_000, 5_000
 QUICK = {"p": 2_000, "steps": 200, "repeats": 1}
@@ -118,7 +118,7 @@ def bench(p: int = P, steps: int = STEPS, repeats: int = 2) -> dict[str, Any]:
     """Whole-process times (seconds) of the run with ``steps`` steps and of a 1-step run."""
     with tempfile.TemporaryDirectory(prefix="shallowflow-startup-") as tmp, ForeignLoad() as load:
         folder = Path(tmp)
-        imp = min(_timed([sys.executable, "-c", "import shallowflow.cli"], dict(os.environ))
+        imp = min(_timed([sys.executable, "-c", "import shallowflow.cli.commands"], dict(os.environ))
                   for _ in range(repeats))
         one = _cache_runs(folder, p, 1, repeats)
         full = _cache_runs(folder, p, steps, repeats)
@@ -134,7 +134,7 @@ def table(r: dict[str, Any]) -> str:
     c, one, full = r["config"], r["one_step"], r["run"]
     lines = [
         f"Whole-process wall time (s), 3 points + bias, p = {c['p']}, best of {c['repeats']}; "
-        f"`import shallowflow.cli` alone: {r['import_s']:.2f} s.",
+        f"`import shallowflow.cli.commands` alone: {r['import_s']:.2f} s.",
         "",
         "| process | no cache | cold cache | warm cache |",
         "|---|---:|---:|---:|",

@@ -44,7 +44,7 @@ QUICK = {"widths": (10, 20, 50), "repeats": 1, "dense_max": 500}
 def problem(p: int, n: int = N_SAMPLES, d: int = DIM, seed: int = 0) -> tuple[Any, Any]:
     """(network, Problem) of one row: random data and network, neuron 0 set to zero."""
     import shallowflow
-    from shallowflow.network import Network
+    from shallowflow.model.network import Network
     from shallowflow.stationary.derivatives import problem as make_problem
 
     shallowflow.enable_full_precision()

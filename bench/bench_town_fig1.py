@@ -2,10 +2,11 @@
 
 n = d = 64 unit orthonormal inputs (canonical basis), labels |N(0, 1)|
 (shallowflow.data.orthonormal(key, 64, 64, "canonical", "abs_normal")), m = 6 neurons, balanced
-initialisation of norm lambda = 1e-100 (shallowflow.init.balanced(key, 6, 64, 1) as a unit network
-and log_scale = log(1e-100)), kappa = 1, GD with lr = 0.01, square loss (1/(2n) sum r^2) and the mse
-variant (1/n sum r^2). The engine runs with span=True and activity_mask=True (what a config picks
-for orthonormal data), parametrisation "plain" (lambda^2 = 1e-200 is representable) and "lognorm".
+initialisation of norm lambda = 1e-100 (shallowflow.model.initialisation.balanced(key, 6, 64, 1) as
+a unit network and log_scale = log(1e-100)), kappa = 1, GD with lr = 0.01, square loss (1/(2n) sum
+r^2) and the mse variant (1/n sum r^2). The engine runs with span=True and activity_mask=True (what
+a config picks for orthonormal data), parametrisation "plain" (lambda^2 = 1e-200 is representable)
+and "lognorm".
 
 A run stops once L < stop_loss. The issue's criterion is stop_loss = 1e-6 L0 (L0 = L at the start,
 0.5 mean(y^2) or mean(y^2)). With orthonormal inputs a coordinate <w_j, x_i> <= 0 never moves and a
@@ -70,8 +71,8 @@ def unit_network(seed: int) -> Any:
     """balanced(key, M, D, 1) as a batch of one run (the scale enters through log_scale)."""
     import jax
 
-    from shallowflow.init import balanced
-    from shallowflow.network import Network
+    from shallowflow.model.initialisation import balanced
+    from shallowflow.model.network import Network
 
     net = balanced(jax.random.PRNGKey(seed), M, D, 1.0)
     return Network(np.asarray(net.a)[None], np.asarray(net.W)[None])
@@ -128,7 +129,7 @@ def bench(budget: int = BUDGET, losses: Sequence[str] = LOSSES,
     import jax
 
     from shallowflow.dynamics import EngineConfig
-    from shallowflow.losses import Loss
+    from shallowflow.model.losses import Loss
 
     X, y = data()
     seeds = {"covering": covering_seed(X), "typical": TYPICAL_SEED}

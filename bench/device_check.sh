@@ -24,12 +24,12 @@ if compgen -G ".whl/*.whl" >/dev/null; then
 fi
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 nvidia-smi -L
-python3 -c "import jax, shallowflow.cli; print('jax', jax.__version__, jax.devices())" || exit 1
+python3 -c "import jax, shallowflow.cli.commands; print('jax', jax.__version__, jax.devices())" || exit 1
 stages=${STAGES:-paper64 paper32 bench tests}
 want() { [[ " $stages " == *" $1 "* ]]; }
 # the tests run the command line as `shallowflow` beside the interpreter
 exe="$(dirname "$(python3 -c 'import sys; print(sys.executable)')")/shallowflow"
-[ -e "$exe" ] || printf '#!%s\nfrom shallowflow.cli import main\nmain()\n' \
+[ -e "$exe" ] || printf '#!%s\nfrom shallowflow.cli.commands import main\nmain()\n' \
   "$(python3 -c 'import sys; print(sys.executable)')" >"$exe" && chmod +x "$exe"
 
 preset() {  # name, seconds at most, extra arguments
@@ -41,7 +41,7 @@ preset() {  # name, seconds at most, extra arguments
   SHALLOWFLOW_CACHE_DIR=$(mktemp -d)
   local start
   start=$(date +%s.%N)
-  timeout "$cap" python3 -m shallowflow.cli reproduce dana-fig3 --preset "${PRESET:-paper}" \
+  timeout "$cap" python3 -m shallowflow.cli.commands reproduce dana-fig3 --preset "${PRESET:-paper}" \
     --set variant_runs=0 --out "/tmp/$name" "$@" >"$OUT/$name.log" 2>&1
   local rc=$?
   log "preset $name: rc $rc, $(python3 -c "import time; print(f'{time.time() - $start:.1f}')") s"

@@ -9,8 +9,8 @@ import tempfile
 from pathlib import Path
 
 import shallowflow
-from shallowflow.compile_cache import ENV
 from shallowflow.reproductions.claims import VERDICTS
+from shallowflow.runtime.compile_cache import ENV
 
 shallowflow.enable_full_precision()
 # the development benchmarks (bench/bench_NAME.py, bench/dev_suite.py) are modules of the
@@ -61,12 +61,12 @@ def check_reproduction_folder(folder, ids=None):
 
 class RecordingExecutor:
     """The in-process executor, recording how many batches it knew of as each one finished (a
-    caller may append batches while it runs: shallowflow.training.train_protocols)."""
+    caller may append batches while it runs: shallowflow.training.entry.train_protocols)."""
 
     name = "recording"
 
     def __init__(self):
-        from shallowflow.executors import LocalExecutor
+        from shallowflow.runtime.executors import LocalExecutor
 
         self.local = LocalExecutor(1)  # one batch at a time: results in the batches' order
         self.known: list[int] = []

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from shallowflow.batch_store import BatchStore
 from shallowflow.config import ConfigError
 from shallowflow.output import HOST
-from shallowflow.training import Batch
+from shallowflow.training.batch_store import BatchStore
+from shallowflow.training.entry import Batch
 
 
 def _batch(ident: str, tags: tuple[int, ...]) -> tuple[Batch, xr.Dataset]:

@@ -19,7 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import TINY_EXPERIMENT
-from shallowflow.cli import app
+from shallowflow.cli.commands import app
 
 EXP = 'name = "exp"\n' + TINY_EXPERIMENT
 
@@ -560,7 +560,7 @@ def _closed_port() -> int:
 
 def test_unreachable_dask_address_is_refused_before_any_folder(files, monkeypatch):
     pytest.importorskip("dask.distributed")
-    from shallowflow import executors
+    from shallowflow.runtime import executors
 
     monkeypatch.setattr(executors.DaskExecutor, "connect_timeout", 2.0)
     monkeypatch.chdir(files)
@@ -579,7 +579,7 @@ def test_a_port_speaking_another_protocol_is_refused(files, monkeypatch):
     import threading
 
     pytest.importorskip("dask.distributed")
-    from shallowflow import executors
+    from shallowflow.runtime import executors
 
     monkeypatch.setattr(executors.DaskExecutor, "connect_timeout", 3.0)
     server = socket.socket()

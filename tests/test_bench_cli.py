@@ -97,7 +97,7 @@ def test_startup_bench_runs_the_processes_it_names(monkeypatch) -> None:
     cold and warm processes): without the cache, then cold on a new folder, then warm on the
     same folder, for the 1-step and the full run; the table names each (no timed assertion)."""
     import bench_startup as startup
-    from shallowflow.compile_cache import ENV
+    from shallowflow.runtime.compile_cache import ENV
 
     calls: list[tuple[list[str], str | None]] = []
 
@@ -210,7 +210,7 @@ def test_the_package_measures_the_machine_and_names_where_the_others_went(tmp_pa
     from typer.testing import CliRunner
 
     from shallowflow.benchmarks import suite
-    from shallowflow.cli import app
+    from shallowflow.cli.commands import app
 
     assert list(suite.BENCHMARKS) == ["throughput", "tiny"]
     assert [n for n in BENCHMARKS if n not in suite.BENCHMARKS] == list(suite.DEVELOPMENT)

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from shallowflow.activations import Activation
-from shallowflow.curves import bf_phase_ends, first_rise, settling_time
+from shallowflow.analysis.curves import bf_phase_ends, first_rise, settling_time
 from shallowflow.data import boursier
-from shallowflow.losses import Loss
+from shallowflow.model.activations import Activation
+from shallowflow.model.losses import Loss
 from shallowflow.theory import bf_alignment, extremal, ols
 
 SEEDS = (0, 1, 2, 3, 4)
@@ -401,7 +401,7 @@ def test_a_small_gradient_descent_run_goes_through_the_phases_to_the_ols_line():
 def test_norms_exact_at_any_scale():
     """(3, 4) s has norm 5 s for every scale s, also where the squares underflow (s = 1e-200,
     where numpy's norm gives 0) or overflow (s = 1e200); a zero row has norm 0 and direction NaN."""
-    from shallowflow.vectors import norms, units
+    from shallowflow.analysis.vectors import norms, units
 
     for s in (1.0, 1e-200, 1e-300, 1e200):
         x = np.array([[3.0, 4.0], [0.0, 0.0]]) * s

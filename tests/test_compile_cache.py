@@ -1,4 +1,4 @@
-"""The persistent compilation cache (shallowflow.compile_cache): where it lives, that it can be
+"""The persistent compilation cache (shallowflow.runtime.compile_cache): where it lives, that it can be
 switched off, and that a process reading programs another process compiled gives the same
 numbers bit for bit."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import xarray as xr
 
 from conftest import TINY_EXPERIMENT
-from shallowflow import compile_cache
+from shallowflow.runtime import compile_cache
 
 EXE = str(Path(sys.executable).parent / "shallowflow")
 

@@ -8,7 +8,7 @@ import collections
 import pytest
 
 from shallowflow.config import experiment_from_mapping, spec
-from shallowflow.training import train
+from shallowflow.training.entry import train
 
 
 def tiny(seed: int, scale: float = 0.1):

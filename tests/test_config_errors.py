@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from shallowflow.cli import app
+from shallowflow.cli.commands import app
 from shallowflow.config import ConfigError, experiment_from_mapping, load_experiment
 from shallowflow.data import DataError, load_file, validate_dataset
 

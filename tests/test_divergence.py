@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from shallowflow.config import experiment_from_mapping
-from shallowflow.training import train
+from shallowflow.training.entry import train
 
 
 @pytest.mark.parametrize("record", [{"every": 1, "points": 0}, {"points": 20}, {"points": 3}])

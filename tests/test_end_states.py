@@ -11,10 +11,10 @@ import pytest
 import xarray as xr
 from typer.testing import CliRunner
 
-from shallowflow.cli import app
+from shallowflow.cli.commands import app
 from shallowflow.config import Experiment
 from shallowflow.sweep import run_sweep, sweep_from_mapping
-from shallowflow.training import train
+from shallowflow.training.entry import train
 
 BASE = {"data": {"kind": "sphere", "n": 6, "d": 3}, "model": {"width": 8},
         "init": {"scheme": "dpb"}, "runs": 3}

@@ -18,7 +18,7 @@ from shallowflow.dynamics import (
     simulate,
 )
 from shallowflow.errors import Cancelled
-from shallowflow.network import Network
+from shallowflow.model.network import Network
 
 
 def test_options_are_values():

@@ -11,7 +11,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from shallowflow import init
 from shallowflow.dynamics import (
     EngineConfig,
     EngineOptions,
@@ -21,9 +20,10 @@ from shallowflow.dynamics import (
     record_schedule,
     simulate,
 )
-from shallowflow.losses import Loss
-from shallowflow.network import Network
-from shallowflow.probes import DEFAULT_PROBES, PROBES
+from shallowflow.dynamics.probes import DEFAULT_PROBES, PROBES
+from shallowflow.model import initialisation as init
+from shallowflow.model.losses import Loss
+from shallowflow.model.network import Network
 
 # --------------------------------------------------------------------------------------------
 # Independent numpy reference (docs/math.md §0.3): h = kappa sigma(X W^T) a, L = c sum_i ell_i,
@@ -297,7 +297,7 @@ def test_per_run_blocks_equal_the_whole_batch(monkeypatch):
     unblocked batch's to rounding, and a run that stops mid-segment is the numpy GD loop up to
     its stop step, frozen afterwards."""
     from shallowflow.dynamics import compilation
-    from shallowflow.inputs import PerRunInputs
+    from shallowflow.model.inputs import PerRunInputs
 
     nR, n, d, p = 6, 12, 6, 5  # d > inputs.SMALL: the GEMM path
     rng = np.random.default_rng(8)
@@ -452,7 +452,7 @@ def test_shard_policy(monkeypatch):
     (their products would change shape); large shared data are sharded in whole blocks of a
     fixed size, and a batch of fewer than two blocks stays one shard."""
     from shallowflow.dynamics import compilation
-    from shallowflow.inputs import PerRunInputs, SharedInputs
+    from shallowflow.model.inputs import PerRunInputs, SharedInputs
 
     monkeypatch.setattr(compilation, "available_cores", lambda: [0, 1, 2])
     large = PerRunInputs(np.zeros((25, 2000, 100)))
@@ -505,7 +505,7 @@ def test_block_sizes():
         SHARED_MIN_BYTES,
         _block_size,
     )
-    from shallowflow.inputs import PerRunInputs, SharedInputs
+    from shallowflow.model.inputs import PerRunInputs, SharedInputs
 
     def per_run(R, n, d, dtype):
         return PerRunInputs(np.zeros((R, n, d), dtype))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from shallowflow.config import ConfigError, experiment_from_mapping
-from shallowflow.training import simulate
+from shallowflow.training.entry import simulate
 
 
 def spec(**over):
@@ -43,7 +43,7 @@ def test_lambda_exp_minus_1000_runs_in_log_coordinates():
     np.testing.assert_allclose(ds.time_accelerated.values[1], ds.time.values / 1000.0)
     # a neuron escapes the saddle at 0 (log-norm O(1), not O(-1000)) when Algorithm 1 says:
     # before 0.9 tau_1 every log-norm is below -50, after 1.1 tau_1 one is above -5
-    from shallowflow.overlays import saddle_process_from_experiment as from_experiment
+    from shallowflow.training.overlays import saddle_process_from_experiment as from_experiment
 
     escaped = 0
     for r in range(2):

@@ -9,8 +9,8 @@ import pytest
 
 from shallowflow.data import orthogonal, orthonormal, sphere
 from shallowflow.dynamics import EngineConfig, EngineOptions, SaveAt, StopWhen, record_schedule, simulate
-from shallowflow.init import balanced, dpb
-from shallowflow.network import Network
+from shallowflow.model.initialisation import balanced, dpb
+from shallowflow.model.network import Network
 
 
 def batch(*nets: Network) -> Network:

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from shallowflow.fits import bootstrap_slope, grid_sigmoid_threshold, logistic_threshold, scaling_fits
+from shallowflow.analysis.fits import (
+    bootstrap_slope,
+    grid_sigmoid_threshold,
+    logistic_threshold,
+    scaling_fits,
+)
 
 
 def test_logistic_threshold_recovers_threshold_and_covers_it():

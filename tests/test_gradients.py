@@ -9,9 +9,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from shallowflow.activations import Activation
-from shallowflow.losses import Loss
-from shallowflow.network import Network, add_bias_column, forward, loss_and_gradient
+from shallowflow.model.activations import Activation
+from shallowflow.model.losses import Loss
+from shallowflow.model.network import Network, add_bias_column, forward, loss_and_gradient
 
 # --------------------------------------------------------------------------------------------
 # Independent numpy reference, written from the formulas of docs/math.md §0.3:
@@ -295,9 +295,9 @@ def np_masked_run(a, W, X, y, w, m, kappa, name, reduction):
 @pytest.mark.parametrize(("layout", "runs"), [("shared", 1), ("shared", 3), ("per_run", 1),
                                               ("per_run", 3), ("run", 1)])
 def test_batched_layouts_match_numpy_with_weights_and_mask(layout, runs):
-    from shallowflow.activations import RELU
-    from shallowflow.inputs import PerRunInputs, RunInputs, SharedInputs
-    from shallowflow.network import batch_loss_and_gradient
+    from shallowflow.model.activations import RELU
+    from shallowflow.model.inputs import PerRunInputs, RunInputs, SharedInputs
+    from shallowflow.model.network import batch_loss_and_gradient
 
     rng = np.random.default_rng(11 + runs)
     Xs = rng.normal(size=(runs, N, D)) if layout != "shared" else np.repeat(

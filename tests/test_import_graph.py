@@ -101,6 +101,6 @@ def test_the_graph_sees_every_kind_of_import(tmp_path):
 
 def test_no_import_cycles():
     graph = import_graph()
-    assert "shallowflow.network" in graph and "shallowflow.dynamics.step" in graph
+    assert "shallowflow.model.network" in graph and "shallowflow.dynamics.step" in graph
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])

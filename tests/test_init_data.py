@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from shallowflow import init
 from shallowflow.data import (
     orthogonal,
     orthonormal,
@@ -20,6 +19,7 @@ from shallowflow.data import (
     three_point,
     two_point,
 )
+from shallowflow.model import initialisation as init
 
 KEY = jax.random.PRNGKey(2024)
 P, D = 20000, 5  # few distinct shapes: JAX compiles each eager op once per shape
@@ -302,7 +302,7 @@ def test_random_group_directions_are_independent_of_the_labels():
     orthonormal data, no run's first-layer weights reproduce its labels (c_0 = 1 would mean
     w_j parallel to D_j, i.e. u = |y|, which happened when the two streams coincided)."""
     from shallowflow.config import experiment_from_mapping
-    from shallowflow.experiment import RunRef, dataset_of, prepare_batch
+    from shallowflow.training.batches import RunRef, dataset_of, prepare_batch
 
     exp = experiment_from_mapping({
         "name": "t", "seed": 3, "runs": 3,
@@ -325,7 +325,7 @@ def test_run_keys_are_the_documented_fold_ins():
     eager formula: init = fold_in(fold_in(K(seed), r), 1), SGD = ..., 2, and the data key from
     the data seed and r (per-run data) or 0 (shared), stream 0; int64 seeds up to 2^63 - 1."""
     from shallowflow.config import MAX_SEED, experiment_from_mapping
-    from shallowflow.experiment import RunRef, _data_keys, dataset_of, prepare_batch
+    from shallowflow.training.batches import RunRef, _data_keys, dataset_of, prepare_batch
 
     def eager(seed, index, stream):
         return np.asarray(jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(seed), index),
@@ -390,7 +390,7 @@ def test_data_file_is_read_once(tmp_path, monkeypatch):
     """A data file is read when its spec is validated, and never again: not for the shape checks,
     the automatic choices of every run, nor the batch's data."""
     from shallowflow.config import experiment_from_mapping
-    from shallowflow.experiment import RunRef, dataset_of, prepare_batch, static_signature
+    from shallowflow.training.batches import RunRef, dataset_of, prepare_batch, static_signature
 
     np.savez(tmp_path / "d.npz", X=np.eye(4, 6), y=np.arange(1.0, 5.0))
     reads = []
@@ -422,7 +422,7 @@ def test_dpb_first_layer_scale_multiplies_W_after_drawing_a(first_layer):
 
 def test_first_layer_scale_through_a_config():
     from shallowflow.config import ConfigError, experiment_from_mapping
-    from shallowflow.experiment import RunRef, prepare_batch
+    from shallowflow.training.batches import RunRef, prepare_batch
 
     def net0(**init_fields):
         exp = experiment_from_mapping({
@@ -442,7 +442,7 @@ def test_first_layer_scale_through_a_config():
 
 def test_given_network_is_the_same_for_every_run(tmp_path):
     from shallowflow.config import experiment_from_mapping
-    from shallowflow.experiment import RunRef, prepare_batch
+    from shallowflow.training.batches import RunRef, prepare_batch
 
     a, W = np.array([1.0, -2.0]), np.arange(6.0).reshape(2, 3)
     exp = experiment_from_mapping({
@@ -459,7 +459,7 @@ def test_a_draw_that_reads_no_sample_compiles_once_for_every_sample_count(scheme
     """Schemes that read only d get data with no samples: their networks do not depend on n,
     and one compiled draw serves batches of every n (each n compiled its own before)."""
     from shallowflow.config import experiment_from_mapping
-    from shallowflow.experiment import _COMPILED, RunRef, prepare_batch
+    from shallowflow.training.batches import _COMPILED, RunRef, prepare_batch
 
     def net0(n):
         exp = experiment_from_mapping({

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from shallowflow.fits import LawFit
+from shallowflow.analysis.fits import LawFit
 from shallowflow.reproductions import catalogue
 from shallowflow.reproductions.base import resolve_params
 from shallowflow.reproductions.dana import fig3, fig4, fig5, threshold

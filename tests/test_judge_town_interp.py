@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from shallowflow.fits import slope_interval
+from shallowflow.analysis.fits import slope_interval
 from shallowflow.reproductions.town import fig5, fig6
 
 NS = [8, 16, 32, 64, 128]

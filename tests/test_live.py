@@ -10,7 +10,6 @@ import jax
 import numpy as np
 import pytest
 
-from shallowflow.activations import Activation
 from shallowflow.data import orthogonal
 from shallowflow.dynamics import (
     EngineConfig,
@@ -21,8 +20,9 @@ from shallowflow.dynamics import (
     record_schedule,
     simulate,
 )
-from shallowflow.losses import Loss
-from shallowflow.network import Network
+from shallowflow.model.activations import Activation
+from shallowflow.model.losses import Loss
+from shallowflow.model.network import Network
 
 THREE_X = np.array([[-0.75, 1.0], [-0.5, 1.0], [0.125, 1.0]])  # BF's 3 points with a bias
 THREE_Y = np.array([1.1, 0.1, 0.8])

@@ -1,4 +1,4 @@
-"""The local executor trains batches side by side (shallowflow.executors.LocalExecutor): the
+"""The local executor trains batches side by side (shallowflow.runtime.executors.LocalExecutor): the
 results do not depend on how many are in flight, they overlap, a failure leaves the others
 going, a stop reaches the batches in flight, and the memory estimate counts them."""
 
@@ -9,12 +9,12 @@ import threading
 import numpy as np
 import pytest
 
-from shallowflow import preflight
 from shallowflow.config import experiment_from_mapping
 from shallowflow.errors import Cancelled, Failure
-from shallowflow.executors import LocalExecutor
-from shallowflow.progress import LineProgress
-from shallowflow.training import train
+from shallowflow.runtime.executors import LocalExecutor
+from shallowflow.runtime.progress import LineProgress
+from shallowflow.training import preflight
+from shallowflow.training.entry import train
 
 
 def spec(seed: int, width: int, n: int = 300, d: int = 40) -> dict:

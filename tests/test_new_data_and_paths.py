@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from shallowflow.config import ConfigError, experiment_from_mapping
-from shallowflow.training import simulate
+from shallowflow.training.entry import simulate
 
 
 def one_dim(onedim: str, n: int = 40, width: int = 64, steps: int = 300, **train):

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import TINY_EXPERIMENT
-from shallowflow.cli import app
+from shallowflow.cli.commands import app
 
 EXPERIMENT = TINY_EXPERIMENT
 

@@ -11,14 +11,16 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from shallowflow import enable_full_precision, init, onedim
-from shallowflow.activations import RELU, Activation
+from shallowflow import enable_full_precision
 from shallowflow.data import three_point
 from shallowflow.dynamics import EngineConfig, EngineOptions, SaveAt, StopWhen, record_schedule, simulate
 from shallowflow.dynamics.gradient import batch_loss_and_gradient
-from shallowflow.inputs import OneDimInputs, PerRunInputs, SharedInputs, _window
-from shallowflow.losses import LOSS_NAMES, Loss
-from shallowflow.network import Network, add_bias_column
+from shallowflow.model import initialisation as init
+from shallowflow.model import onedim
+from shallowflow.model.activations import RELU, Activation
+from shallowflow.model.inputs import OneDimInputs, PerRunInputs, SharedInputs, _window
+from shallowflow.model.losses import LOSS_NAMES, Loss
+from shallowflow.model.network import Network, add_bias_column
 
 enable_full_precision()
 

@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import TINY_EXPERIMENT
-from shallowflow.cli import app
+from shallowflow.cli.commands import app
 from shallowflow.errors import OutputError
 from shallowflow.output import MARKER, OutputExistsError, claim, exclusive, lock_name
 

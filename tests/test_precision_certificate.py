@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from shallowflow.certificate import CERTIFIED_PROBES, precision_verdict
 from shallowflow.config import experiment_from_mapping
-from shallowflow.training import simulate
+from shallowflow.training.certificates import CERTIFIED_PROBES, precision_verdict
+from shallowflow.training.entry import simulate
 
 SPEC = {"name": "p", "seed": 3, "runs": 4,
         "data": {"kind": "sphere", "n": 12, "d": 5},
@@ -43,7 +43,7 @@ def test_distances_are_those_of_an_independent_float64_run():
 
 def test_every_batch_reruns_its_first_runs_and_the_verdict_reads_them_all():
     exp = experiment_from_mapping(with_train(dtype="float32", certify_precision=1))
-    from shallowflow.training import train
+    from shallowflow.training.entry import train
 
     ds = train(exp, max_batch=2, show_progress=False)[0]  # two batches of 2 runs
     assert list(np.isfinite(ds.precision_rel.values)) == [True, False, True, False]
@@ -65,8 +65,8 @@ def test_a_reproduction_in_certified_float32_says_so_and_agrees_with_float64(tmp
     claims come out as in float64."""
     import json
 
-    from shallowflow.certificate import Precision
     from shallowflow.reproductions import run_reproduction
+    from shallowflow.training.certificates import Precision
 
     over = ["steps=1500", "runs=2", "widths=[20]", "points=10"]
     _, c64 = run_reproduction("bf-init", tmp_path / "f64", "quick", over, show_progress=False)
@@ -91,7 +91,7 @@ def test_a_reproduction_in_certified_float32_says_so_and_agrees_with_float64(tmp
 def test_reproduce_refuses_bad_precision_options(tmp_path, args, fragment):
     from typer.testing import CliRunner
 
-    from shallowflow.cli import app
+    from shallowflow.cli.commands import app
 
     result = CliRunner().invoke(app, ["reproduce", "dana-fig2", "--out", str(tmp_path / "r"),
                                       *args])
@@ -103,7 +103,7 @@ def test_reproduce_refuses_bad_precision_options(tmp_path, args, fragment):
 def test_run_prints_the_precision_verdict(tmp_path):
     from typer.testing import CliRunner
 
-    from shallowflow.cli import app
+    from shallowflow.cli.commands import app
 
     cfg = tmp_path / "f32.toml"
     cfg.write_text('name = "f32"\nruns = 3\n[data]\nkind = "sphere"\nn = 8\nd = 3\n'
@@ -119,7 +119,7 @@ def test_run_prints_the_precision_verdict(tmp_path):
 def test_a_batch_of_several_experiments_reruns_each_run_as_its_own():
     """Runs of experiments that differ in seed share a batch; each sampled run is rerun from
     its own experiment (another seed's run would be far from it)."""
-    from shallowflow.training import train
+    from shallowflow.training.entry import train
 
     exps = [experiment_from_mapping({**with_train(dtype="float32", certify_precision=2),
                                      "seed": seed, "runs": 1}) for seed in (3, 4)]
@@ -132,7 +132,7 @@ def test_the_rerun_reuses_the_batch_s_own_draws(per_run):
     """A certified float32 batch keeps its first k runs' data and initial networks as drawn
     (float64, before the cast); the float64 rerun prepared from them equals the rerun drawn
     anew, array for array, and the float32 batch trained their cast."""
-    from shallowflow.experiment import RunRef, prepare_batch
+    from shallowflow.training.batches import RunRef, prepare_batch
 
     data = {**SPEC["data"], "per_run": per_run}
     exp32 = experiment_from_mapping({**with_train(dtype="float32", certify_precision=2),
@@ -158,7 +158,7 @@ def test_the_rerun_reuses_the_batch_s_own_draws(per_run):
 def test_a_certified_batch_draws_once(monkeypatch):
     """Training a certified float32 batch draws its data and networks once: the float64 rerun
     takes the batch's own draws."""
-    from shallowflow import experiment
+    from shallowflow.training import batches as experiment
 
     calls = []
     draw = experiment._draw
@@ -175,7 +175,7 @@ def test_the_float64_rerun_trains_beside_the_batch(monkeypatch):
     import threading
     import time
 
-    from shallowflow import experiment
+    from shallowflow.training import batch_run as experiment
 
     spans: list[tuple[str, str, float, float]] = []
     real = experiment._run_engine
@@ -206,7 +206,7 @@ def test_a_failing_batch_stops_the_rerun_beside_it(monkeypatch):
     gets."""
     import threading
 
-    from shallowflow import experiment
+    from shallowflow.training import batch_run as experiment
 
     real = experiment._run_engine
     segments: list[int] = []
@@ -248,10 +248,10 @@ def test_float32_products_are_full_float32(layout):
     import jax
     import jax.numpy as jnp
 
-    from shallowflow.activations import RELU
-    from shallowflow.inputs import PerRunInputs, RunInputs, SharedInputs
-    from shallowflow.losses import Loss
-    from shallowflow.network import batch_loss_and_gradient
+    from shallowflow.model.activations import RELU
+    from shallowflow.model.inputs import PerRunInputs, RunInputs, SharedInputs
+    from shallowflow.model.losses import Loss
+    from shallowflow.model.network import batch_loss_and_gradient
 
     runs, n, d, p = (1 if layout == "run" else 3), 50, 40, 6  # d > inputs.SMALL: real products
     rng = np.random.default_rng(0)
@@ -277,7 +277,7 @@ def test_a_caller_that_stops_stops_the_certificate_reruns():
     """The caller's progress callback raising (the local executor stopping) reaches the reruns
     after the batch: the step-size certificate's reruns at lr/2 and lr/4 stop at their first
     segment instead of training to their end."""
-    from shallowflow import experiment
+    from shallowflow.training import batch_run as experiment
 
     class Halt(Exception):
         pass

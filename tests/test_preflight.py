@@ -9,10 +9,10 @@ import pytest
 
 from shallowflow.config import experiment_from_mapping
 from shallowflow.errors import human
-from shallowflow.experiment import schedule_of
-from shallowflow.preflight import estimate, record_points, record_size
-from shallowflow.progress import LineProgress
 from shallowflow.runner import run_experiment
+from shallowflow.runtime.progress import LineProgress
+from shallowflow.training.batches import schedule_of
+from shallowflow.training.preflight import estimate, record_points, record_size
 
 
 def exp_with(steps=500, every=None, points=50, at_steps=(), at_times=(), probes=None,

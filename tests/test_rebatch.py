@@ -16,8 +16,8 @@ from shallowflow.dynamics import (
     record_schedule,
     simulate,
 )
-from shallowflow.init import dpb
-from shallowflow.network import Network
+from shallowflow.model.initialisation import dpb
+from shallowflow.model.network import Network
 
 compaction = rebatch.compaction
 

@@ -17,7 +17,7 @@ import xarray as xr
 from conftest import check_reproduction_folder
 from shallowflow.config import Experiment
 from shallowflow.reproductions import rejudge, run_reproduction
-from shallowflow.training import train
+from shallowflow.training.entry import train
 
 # the 3-point data (docs/math.md §2.4), written out here
 X3 = np.array([[-0.75, 1.0], [-0.5, 1.0], [0.125, 1.0]])
@@ -254,7 +254,7 @@ def test_alignment_rules_on_synthetic_phase_tables():
 
 
 def test_growth_events_from_a_loss_curve():
-    from shallowflow.curves import growth_events
+    from shallowflow.analysis.curves import growth_events
 
     loss = np.array([0.3, 0.3, 0.2, 0.05, 0.05, 0.05, 0.01, 0.01])
     assert growth_events(np.arange(8.0), loss) == [(1, 3), (5, 6)]

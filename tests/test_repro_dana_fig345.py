@@ -109,7 +109,7 @@ def test_thresholds_side_by_side_equal_one_by_one():
     import xarray as xr
 
     from shallowflow.reproductions.dana.threshold import find_threshold, find_thresholds
-    from shallowflow.training import trainer
+    from shallowflow.training.entry import trainer
 
     ex = RecordingExecutor()
     points = [(3, 8, 0), (4, 6, 20_000)]

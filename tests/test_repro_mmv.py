@@ -23,7 +23,7 @@ from shallowflow.reproductions.mmv import digit_pairs as mnist
 from shallowflow.reproductions.mmv import fig12, twopoint
 from shallowflow.reproductions.mmv.alignment_curves import TOY_X, TOY_Y, mmv_experiment
 from shallowflow.theory.alignment import mu_separation
-from shallowflow.training import train
+from shallowflow.training.entry import train
 
 
 # ------------------------------------------------------------------ 1. library vs numpy GD

@@ -11,7 +11,7 @@ import pytest
 import xarray as xr
 from typer.testing import CliRunner
 
-from shallowflow.cli import app
+from shallowflow.cli.commands import app
 from shallowflow.config import experiment_from_mapping, tomllib
 from shallowflow.runner import run_experiment
 from shallowflow.store import load_run
@@ -140,7 +140,7 @@ def test_the_command_exits_quickly_with_everything_written(tmp_path):
     probe = ("import atexit, sys\n"
              "atexit.register(lambda: print('dask imported:', 'dask' in sys.modules,"
              " file=sys.stderr))\n"
-             "from shallowflow.cli import main\n"
+             "from shallowflow.cli.commands import main\n"
              "sys.argv = ['shallowflow'] + sys.argv[1:]\n"
              "main()\n")
     ok = subprocess.run([sys.executable, "-c", probe, "run", "tiny.toml", "--out", "r"],

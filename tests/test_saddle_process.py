@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from shallowflow.losses import Loss
-from shallowflow.overlays import saddle_process_from_experiment as from_experiment
+from shallowflow.model.losses import Loss
 from shallowflow.theory.activation_mask import (
     activation_mask,
     assumption4_probability_bound,
@@ -33,6 +32,7 @@ from shallowflow.theory.saddle_process import (
     loss_constant,
     loss_normaliser,
 )
+from shallowflow.training.overlays import saddle_process_from_experiment as from_experiment
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -304,7 +304,7 @@ def check_convergence(p, runs, label):
 
 def test_gradient_descent_converges_to_the_hand_vector_process():
     from shallowflow.dynamics import EngineConfig, EngineOptions, SaveAt, record_schedule, simulate
-    from shallowflow.network import Network
+    from shallowflow.model.network import Network
 
     p = limit_process(HAND_X, HAND_Y, HAND_S, HAND_DIR, c_L=0.25)
     log_scale = np.log(np.array(LAMBDAS))
@@ -325,8 +325,8 @@ def test_gradient_descent_converges_to_the_process_on_random_orthonormal_data():
     pipeline, from_experiment and from_run. Seed 243 satisfies Assumption 4 with all jumps well
     separated (checked below), so the limit interpolates."""
     from shallowflow.config import experiment_from_mapping
-    from shallowflow.experiment import RunRef, dataset_of
-    from shallowflow.training import train
+    from shallowflow.training.batches import RunRef, dataset_of
+    from shallowflow.training.entry import train
 
     def spec(lam):
         return experiment_from_mapping({

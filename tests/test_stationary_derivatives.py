@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from shallowflow.activations import Activation
-from shallowflow.losses import Loss
+from shallowflow.model.activations import Activation
+from shallowflow.model.losses import Loss
 from shallowflow.stationary.derivatives import (
     flat_gradient,
     flatten,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from shallowflow.activations import Activation
+from shallowflow.model.activations import Activation
 from shallowflow.stationary.escape import correlation, extrema
 from shallowflow.theory.saddle_process import limit_process
 

@@ -8,7 +8,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse.linalg
 
-from shallowflow.network import Network
+from shallowflow.model.network import Network
 from shallowflow.stationary.derivatives import hessian, hvp_operator, problem
 from shallowflow.stationary.spectrum import (
     dense_spectrum,

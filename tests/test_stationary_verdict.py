@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from shallowflow.activations import Activation
-from shallowflow.network import Network
+from shallowflow.model.activations import Activation
+from shallowflow.model.network import Network
 from shallowflow.stationary.derivatives import problem
 from shallowflow.stationary.polish import polish
 from shallowflow.stationary.verdict import Tolerances, certify_dataset, certify_point

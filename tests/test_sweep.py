@@ -113,7 +113,7 @@ def test_bad_grid_point_is_named_before_work(tmp_path):
 
 def test_sweep_rows_match_solo_runs(tmp_path):
     """A run inside a sweep batch gives the same numbers as the same run simulated alone."""
-    from shallowflow.training import simulate
+    from shallowflow.training.entry import simulate
 
     sw = sweep_from_mapping(SWEEP)
     table = run_sweep(sw, tmp_path / "s", show_progress=False)

@@ -8,7 +8,7 @@ import shutil
 import pandas as pd
 import pytest
 
-from shallowflow.executors import DaskExecutor
+from shallowflow.runtime.executors import DaskExecutor
 from shallowflow.sweep import load_batches, run_sweep, sweep_from_mapping
 
 pytest.importorskip("dask.distributed")
@@ -42,7 +42,7 @@ def test_local_cluster_of_pinned_workers_matches_local(tmp_path):
     same batch files as in-process, bit for bit."""
     import os
 
-    from shallowflow.executors import core_groups
+    from shallowflow.runtime.executors import core_groups
 
     sw = sweep_from_mapping(SWEEP)
     local = run_sweep(sw, tmp_path / "local", show_progress=False)
@@ -64,7 +64,7 @@ def test_local_cluster_of_pinned_workers_matches_local(tmp_path):
 
 
 def test_core_groups_split_the_cores():
-    from shallowflow.executors import core_groups
+    from shallowflow.runtime.executors import core_groups
 
     for cores in (list(range(1)), list(range(2)), list(range(7)), [0, 2, 4, 6]):
         for workers in range(1, 10):
@@ -208,7 +208,7 @@ def test_failed_batches_are_error_lines_with_how_to_go_on(capsys):
     error, a traceback for anything else) and a line on how to go on; exit code 1."""
     import typer
 
-    from shallowflow.cli_process import guard as _guard
+    from shallowflow.cli.process import guard as _guard
     from shallowflow.data.validate import DataError
     from shallowflow.errors import EXIT_FAILED, BatchesFailed, Failure
 
@@ -237,8 +237,8 @@ def test_workers_run_without_the_nannys_malloc_trim(monkeypatch):
     import os
     import sys
 
-    from shallowflow.dask_worker import TRIM_VARIABLE, WorkerSetup, restore_malloc
-    from shallowflow.executors import DaskExecutor
+    from shallowflow.runtime.dask_worker import TRIM_VARIABLE, WorkerSetup, restore_malloc
+    from shallowflow.runtime.executors import DaskExecutor
 
     def state(dask_worker):
         trim = os.environ.get(TRIM_VARIABLE)
@@ -263,7 +263,7 @@ def test_workers_run_without_the_nannys_malloc_trim(monkeypatch):
 def test_gpus_are_found_without_jax_and_shared_fairly(monkeypatch, tmp_path):
     """GPUs come from CUDA_VISIBLE_DEVICES, else from `nvidia-smi -L` (a stand-in script here),
     else none; each worker gets one, round-robin, and shared devices are not pre-allocated."""
-    from shallowflow.executors import visible_gpus, worker_environments
+    from shallowflow.runtime.executors import visible_gpus, worker_environments
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2, 5")
     assert visible_gpus() == ["2", "5"]
@@ -312,9 +312,9 @@ def test_threshold_searches_on_dask_match_local():
     the in-process grids bit for bit."""
     import xarray as xr
 
-    from shallowflow.executors import DaskExecutor
     from shallowflow.reproductions.dana.threshold import find_thresholds
-    from shallowflow.training import trainer
+    from shallowflow.runtime.executors import DaskExecutor
+    from shallowflow.training.entry import trainer
 
     points = [(3, 8, 0), (5, 8, 10_000)]
     local = find_thresholds(points, 3, 2, 1.0, 2.0, trainer(False))

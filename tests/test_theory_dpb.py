@@ -14,13 +14,13 @@ from scipy.stats import binom
 
 from shallowflow import demo
 from shallowflow.config import experiment_from_mapping
-from shallowflow.experiment import RunRef, dataset_of
 from shallowflow.theory import data_constants as dc
 from shallowflow.theory import good_init as gi
 from shallowflow.theory import group_dynamics as gd
 from shallowflow.theory import pl_bounds as pb
 from shallowflow.theory import training_budget as tb
-from shallowflow.training import simulate
+from shallowflow.training.batches import RunRef, dataset_of
+from shallowflow.training.entry import simulate
 
 
 # ------------------------------------------------------------------------- plain references

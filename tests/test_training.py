@@ -12,9 +12,9 @@ import pytest
 
 from conftest import RecordingExecutor
 from shallowflow.config import experiment_from_mapping
-from shallowflow.executors import LocalExecutor, make_executor
-from shallowflow.experiment import RunRef
-from shallowflow.training import plan, train
+from shallowflow.runtime.executors import LocalExecutor, make_executor
+from shallowflow.training.batches import RunRef
+from shallowflow.training.entry import plan, train
 
 
 def spec(seed: int = 0, scale: float = 0.1, width: int = 4, runs: int = 2, **record) -> dict:
@@ -90,7 +90,8 @@ def test_executor_seam_runs_every_batch_through_the_given_executor():
 
 def test_import_has_no_global_side_effects():
     code = ("import jax, matplotlib; before = matplotlib.get_backend();"
-            "import shallowflow, shallowflow.training, shallowflow.cli, shallowflow.reproductions;"
+            "import shallowflow, shallowflow.training.entry, shallowflow.cli.commands;"
+            "import shallowflow.reproductions;"
             "shallowflow.reproductions.catalogue();"
             "assert not jax.config.jax_enable_x64, 'x64 switched on at import';"
             "assert jax.config.jax_default_matmul_precision is None, 'precision set at import';"
@@ -102,7 +103,7 @@ def test_import_has_no_global_side_effects():
 def test_batch_store_keeps_finished_batches_and_reads_them_back(tmp_path, monkeypatch):
     """With a store every batch is written as <id>.nc; a second call reads them instead of
     training (training would raise here) and gives the same arrays as training without one."""
-    from shallowflow import training
+    from shallowflow.training import entry as training
 
     exps = [experiment_from_mapping(spec(0)), experiment_from_mapping(spec(2, width=5))]
     plain = train(exps, show_progress=False)
@@ -149,8 +150,8 @@ def test_protocols_run_side_by_side_as_they_would_alone(tmp_path, monkeypatch):
     """train_protocols gives each protocol what it gets alone step by step through train; a
     protocol's next step goes out as soon as its step is back (before the other protocols'
     batches have run); with a store a second call trains nothing and returns the same."""
-    from shallowflow import training
-    from shallowflow.training import train_protocols
+    from shallowflow.training import entry as training
+    from shallowflow.training.entry import train_protocols
 
     make = [lambda: _chain(0, 3), lambda: _chain(10, 1, (4, 5)), lambda: _chain(20, 2)]
     alone = [_one_by_one(m()) for m in make]

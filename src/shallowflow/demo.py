@@ -8,7 +8,7 @@ Experiment 2.
 
 At initialisation n mu(0) converges (Lemma 4), so mu(0) ~ 1/n; at the end of training DPB's
 Figure 6 and Conjecture 1 give mu ~ 1/sqrt(n). The demo measures both log-log slopes
-(:func:`shallowflow.fits.loglog_slope` of the median mu against n).
+(:func:`shallowflow.analysis.fits.loglog_slope` of the median mu against n).
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from shallowflow.analysis.fits import loglog_slope
 from shallowflow.config import Experiment, experiment_from_mapping
-from shallowflow.fits import loglog_slope
 from shallowflow.output import claim
-from shallowflow.preflight import estimate
 from shallowflow.store import provenance, write_netcdf
 from shallowflow.theory.good_init import neurons_for  # p(n, eps), docs/math.md §1.4(5)
 from shallowflow.theory.training_budget import budget, threshold  # docs/math.md §1.4(12)
-from shallowflow.training import train
+from shallowflow.training.entry import train
+from shallowflow.training.preflight import estimate
 
 DEMO_SIZES = (64, 128, 256, 512, 1024)
 DEMO_RUNS = 16

@@ -32,7 +32,7 @@ class OutputError(UserError):
 
 @dataclass(frozen=True)
 class Failure:
-    """What a batch's task raised, in place of its result (:mod:`shallowflow.executors`): the
+    """What a batch's task raised, in place of its result (:mod:`shallowflow.runtime.executors`): the
     exception (re-raised from a worker where the batch ran elsewhere) and its traceback text."""
 
     error: Exception

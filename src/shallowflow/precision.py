@@ -4,18 +4,18 @@ Importing shallowflow changes no global state. float64 is the default precision 
 only the entry points switch it on for the whole process, with :func:`enable_full_precision`:
 
 * the command line (every ``shallowflow`` command);
-* training: :func:`shallowflow.training.train` (and :func:`shallowflow.training.simulate`) through
+* training: :func:`shallowflow.training.entry.train` (and :func:`shallowflow.training.entry.simulate`) through
   the batch preparation every training task starts with,
-  :func:`shallowflow.experiment.prepare_batch` (in the executor's threads or worker processes
+  :func:`shallowflow.training.batches.prepare_batch` (in the executor's threads or worker processes
   too; so does a caller of ``prepare_batch`` such as
-  :func:`shallowflow.overlays.saddle_process_from_experiment`);
+  :func:`shallowflow.training.overlays.saddle_process_from_experiment`);
 * reproductions: :func:`shallowflow.reproductions.run_reproduction`.
 
 Everything else (data generators, theory, the stationary analysis, plots) leaves the process's
 settings alone. A library function that needs float64 for its own arithmetic computes inside
 :func:`float64`, a scoped context that restores the caller's settings on exit, and returns numpy
 arrays. A library user who builds JAX arrays of their own (before training, or to compute with
-the library's JAX functions such as :mod:`shallowflow.network`) calls
+the library's JAX functions such as :mod:`shallowflow.model.network`) calls
 :func:`enable_full_precision` first, as the entry points do::
 
     import shallowflow

@@ -12,11 +12,11 @@ import xarray as xr
 from shallowflow.config import Experiment, dump_toml, read_mapping
 from shallowflow.errors import OutputError, UserError
 from shallowflow.output import atomic_file, claim, exclusive, record_entries
-from shallowflow.preflight import check_memory, estimate
 from shallowflow.stationary import certify_dataset, end_table
 from shallowflow.stationary.polish import PolishMethod
 from shallowflow.store import load_run, provenance, write_netcdf, write_run
-from shallowflow.training import train
+from shallowflow.training.entry import train
+from shallowflow.training.preflight import check_memory, estimate
 
 POLISH_METHODS = ("none", *get_args(PolishMethod))
 

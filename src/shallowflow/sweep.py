@@ -33,8 +33,6 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from shallowflow import training
-from shallowflow.batch_store import BatchStore
 from shallowflow.config import (
     DIGEST,
     ConfigError,
@@ -47,14 +45,16 @@ from shallowflow.config import (
     set_path,
 )
 from shallowflow.errors import BatchesFailed
-from shallowflow.executors import Executor, LocalExecutor
-from shallowflow.experiment import RunRef
 from shallowflow.output import atomic_file, claim, clean_stale, write_marker, write_text
-from shallowflow.preflight import check_memory, estimate
+from shallowflow.runtime.executors import Executor, LocalExecutor
 from shallowflow.stationary import end_table
 from shallowflow.stationary.verdict import TABLE_FIELDS
 from shallowflow.store import open_netcdf, provenance
-from shallowflow.training import Batch
+from shallowflow.training import entry as training
+from shallowflow.training.batch_store import BatchStore
+from shallowflow.training.batches import RunRef
+from shallowflow.training.entry import Batch
+from shallowflow.training.preflight import check_memory, estimate
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ def load_sweep(path: str | Path, overrides: list[str] | None = None) -> Sweep:
 
 
 def plan(sweep: Sweep) -> list[Batch]:
-    """All runs of the sweep grouped into batches (:func:`shallowflow.training.plan`), each
+    """All runs of the sweep grouped into batches (:func:`shallowflow.training.entry.plan`), each
     run tagged with its grid point so batch ids are unique to the sweep."""
     members = [(pt.id, RunRef(pt.experiment, r)) for pt in sweep.points
                for r in range(pt.experiment.runs)]
@@ -171,7 +171,7 @@ def _plan_record(sweep: Sweep, batches: list[Batch]) -> dict[str, Any]:
 def _check_resumable(out: Path, record: dict[str, Any]) -> None:
     """Refuse to resume a folder that is not this sweep's: no plan, another spec, an input file
     whose content changed, or a damaged batch file (named, to be deleted:
-    :meth:`BatchStore.check <shallowflow.batch_store.BatchStore.check>`)."""
+    :meth:`BatchStore.check <shallowflow.training.batch_store.BatchStore.check>`)."""
     plan_file = out / "plan.json"
     if not plan_file.is_file():
         raise ConfigError(f"out: {str(out)!r} is not a sweep folder (no plan.json)")
@@ -201,7 +201,7 @@ def run_sweep(sweep: Sweep, out: str | Path, resume: bool = False,
 
     ``executor`` runs the batches (default: in this process); it is the caller's, as for
     :func:`~shallowflow.reproductions.run_reproduction`: checked by it before (the command line
-    builds it with :func:`~shallowflow.executors.make_executor` and checks it before any work)
+    builds it with :func:`~shallowflow.runtime.executors.make_executor` and checks it before any work)
     and closed by it after. Before any work: the memory, the output location and free space,
     and on resume that the folder holds this sweep with unchanged input files and readable batch
     files; temporary files of killed runs are removed.

@@ -49,7 +49,7 @@ def setup(runs: int = RUNS) -> tuple[Any, Any, Any, Any]:
     from shallowflow import enable_full_precision
     from shallowflow.data import sphere
     from shallowflow.dynamics import EngineConfig
-    from shallowflow.init import dpb
+    from shallowflow.model.initialisation import dpb
 
     enable_full_precision()
     X, y = sphere(jax.random.PRNGKey(0), N, D)

@@ -41,9 +41,9 @@ def problem(p: int = P) -> tuple[Any, Any, Any, Any]:
     from shallowflow import enable_full_precision
     from shallowflow.data import three_point
     from shallowflow.dynamics import EngineConfig
-    from shallowflow.init import balanced
-    from shallowflow.losses import Loss
-    from shallowflow.network import Network, add_bias_column
+    from shallowflow.model.initialisation import balanced
+    from shallowflow.model.losses import Loss
+    from shallowflow.model.network import Network, add_bias_column
 
     enable_full_precision()
     X, y = three_point()

@@ -15,7 +15,7 @@ and sweep grid paths) and :mod:`.spec_io` (files). The registries are read by
 ``shallowflow list``; adding a data kind is a spec class in :mod:`.data_kinds` (with its
 ``shape`` and ``generate``) plus its generator in :mod:`shallowflow.data`; adding a scheme is a
 spec class in :mod:`.init_schemes` with its ``draw`` plus the pure function in
-:mod:`shallowflow.init`.
+:mod:`shallowflow.model.initialisation`.
 """
 
 from shallowflow.config.choices import EngineChoices

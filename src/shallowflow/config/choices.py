@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from shallowflow import onedim as onedim_path
+from shallowflow.model import onedim as onedim_path
 
 if TYPE_CHECKING:
     from shallowflow.config.data_kinds import DataSpec

@@ -1,6 +1,6 @@
 """The initialisation schemes (``init.scheme``): each spec class draws its initial network;
 :data:`INIT_SCHEMES` is their registry (read by ``shallowflow list``). Adding a scheme is a spec
-class here with its ``draw`` plus the pure function in :mod:`shallowflow.init`."""
+class here with its ``draw`` plus the pure function in :mod:`shallowflow.model.initialisation`."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from jax import Array
 from pydantic import Field, PrivateAttr, model_validator
 
 from shallowflow import data as datagen
-from shallowflow import init as inits
 from shallowflow.config.data_kinds import _DataBase
 from shallowflow.config.model_spec import ModelSpec
 from shallowflow.config.spec_types import ConfigError, FloatArray, _Loaded, _registry, _Strict
-from shallowflow.network import Network
+from shallowflow.model import initialisation as inits
+from shallowflow.model.network import Network
 
 
 class _InitBase(_Strict):

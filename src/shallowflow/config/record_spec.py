@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import Field, model_validator
 
 from shallowflow.config.spec_types import _Strict
-from shallowflow.probes import DEFAULT_PROBES, PROBES
+from shallowflow.dynamics.probes import DEFAULT_PROBES, PROBES
 
 
 class RecordSpec(_Strict):

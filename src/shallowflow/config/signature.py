@@ -1,5 +1,5 @@
 """Batch signatures: runs whose specs differ only in *batchable* fields share array shapes and
-compiled code, and are trained together in one batch (:mod:`shallowflow.experiment`)."""
+compiled code, and are trained together in one batch (:mod:`shallowflow.training.batches`)."""
 
 from __future__ import annotations
 

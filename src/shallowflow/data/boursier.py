@@ -14,7 +14,7 @@ import jax
 import numpy as np
 
 from shallowflow.data import generators
-from shallowflow.network import add_bias_column
+from shallowflow.model.network import add_bias_column
 from shallowflow.precision import float64
 
 __all__ = ["assumption3", "stewart", "three_point", "with_bias"]

@@ -3,9 +3,9 @@ parametrisation (:mod:`~shallowflow.dynamics.driver`), called with what to recor
 and how to run (:mod:`~shallowflow.dynamics.options`), a progress meter and a cancellation token
 (:mod:`~shallowflow.dynamics.control`), and its record schedule."""
 
-from shallowflow.dynamics.config import PARAMETRISATIONS, EngineConfig
 from shallowflow.dynamics.control import CancelToken, Progress
 from shallowflow.dynamics.driver import EngineResult, simulate
+from shallowflow.dynamics.engine_config import PARAMETRISATIONS, EngineConfig
 from shallowflow.dynamics.options import EngineOptions, SaveAt, StopWhen
 from shallowflow.dynamics.schedule import record_schedule
 

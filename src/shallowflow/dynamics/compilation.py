@@ -7,7 +7,7 @@ per (EngineConfig, shapes): the GEMM path (XLA defaults), the elementwise path (
 runs each run the whole time loop while their data and state stay in cache, and a block whose
 runs have all stopped skips the rest of its steps. Blocked are diagonal inputs (``DIAGONAL_BLOCK``
 runs per block), large per-run data (one run per block, in the neuron-major layout of
-:class:`~shallowflow.inputs.RunInputs`) and large shared data (blocks of about
+:class:`~shallowflow.model.inputs.RunInputs`) and large shared data (blocks of about
 ``SHARED_BLOCK_NEURONS`` neurons; :func:`_block_size`). Runs are independent, so the variants
 give the same results; blocked runs are contracted by smaller products, which may sum in another
 order (equal to rounding). Where the block size is fixed by the shapes alone, the driver
@@ -25,11 +25,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array, lax
 
-from shallowflow.dynamics.config import EngineConfig
+from shallowflow.dynamics.engine_config import EngineConfig
 from shallowflow.dynamics.state import EngineState, Reference, Stop, run_axis
 from shallowflow.dynamics.step import segment_body
-from shallowflow.executors import available_cores
-from shallowflow.inputs import (
+from shallowflow.model.inputs import (
     SMALL,
     DiagonalInputs,
     Inputs,
@@ -37,6 +36,7 @@ from shallowflow.inputs import (
     PerRunInputs,
     SharedInputs,
 )
+from shallowflow.runtime.executors import available_cores
 
 # XLA:CPU hands elementwise work and reductions to the YNNPACK library by default; for the
 # unrolled small contractions (d or n <= 4) and diagonal inputs that is 3-7x slower than XLA's own
@@ -120,7 +120,7 @@ def _block_size(inputs: Inputs, R: int, p: int) -> int:
     """Runs per block for blocked execution of ``R`` runs of ``p`` neurons (0: not blocked), on
     CPU only (a GPU wants every run at once): diagonal inputs in blocks of at most
     ``DIAGONAL_BLOCK`` runs (dividing R); per-run data of at least ``PER_RUN_MIN_BYTES`` per run
-    in blocks of one run, in the layout of :class:`~shallowflow.inputs.RunInputs` (a single run
+    in blocks of one run, in the layout of :class:`~shallowflow.model.inputs.RunInputs` (a single run
     too); shared data in blocks of :func:`_shared_block` runs, where that divides R."""
     if jax.default_backend() != "cpu":
         return 0
@@ -216,7 +216,7 @@ def core_slots() -> threading.BoundedSemaphore:
     (made at first use, after a worker has been pinned to its cores). The driver holds a slot
     from a segment's dispatch until its records are on the host (all but a shard's first
     segment, which compiles), so the shards of batches trained side by side
-    (:class:`~shallowflow.executors.LocalExecutor`) and a certificate's reruns take turns on
+    (:class:`~shallowflow.runtime.executors.LocalExecutor`) and a certificate's reruns take turns on
     the cores instead of time-slicing them, and a batch's start (data, initial networks,
     compilation) and end run while another batch's segments keep the cores busy. A batch of
     one shard takes one slot: XLA still spreads its products over the cores."""

@@ -8,10 +8,10 @@ what to record (:class:`~shallowflow.dynamics.options.SaveAt`), when a run ends
 (:class:`~shallowflow.dynamics.options.StopWhen`) and how to run
 (:class:`~shallowflow.dynamics.options.EngineOptions`), and is given a progress meter and a
 cancellation token (:mod:`~shallowflow.dynamics.control`). Compiled-in settings
-(:class:`~shallowflow.dynamics.config.EngineConfig`): ``parametrisation``
+(:class:`~shallowflow.dynamics.engine_config.EngineConfig`): ``parametrisation``
 (:mod:`~shallowflow.dynamics.parametrisation`; "lognorm" for tiny initialisations),
 ``activity_mask`` (:mod:`~shallowflow.dynamics.step`) and ``onedim``: inputs (x, 1) sorted once,
-for the exact bucketed step of :mod:`shallowflow.onedim` (docs/math.md §10); the option
+for the exact bucketed step of :mod:`shallowflow.model.onedim` (docs/math.md §10); the option
 ``span`` simulates in an orthonormal basis of the data span (:mod:`~shallowflow.dynamics.span`),
 with the diagonal fast path for orthogonal data.
 """
@@ -34,10 +34,11 @@ from jax import Array
 from shallowflow.dynamics import live
 from shallowflow.dynamics import rebatch as rb
 from shallowflow.dynamics.compilation import core_slots, prepared, segment, shards
-from shallowflow.dynamics.config import EngineConfig
 from shallowflow.dynamics.control import CancelToken, Progress
+from shallowflow.dynamics.engine_config import EngineConfig
 from shallowflow.dynamics.options import EngineOptions, SaveAt, StopWhen
 from shallowflow.dynamics.parametrisation import Params, log_shift
+from shallowflow.dynamics.probes import CLASSES, PERP_GRAM
 from shallowflow.dynamics.span import project, restore, span_of
 from shallowflow.dynamics.state import (
     RUNNING,
@@ -51,9 +52,8 @@ from shallowflow.dynamics.state import (
 )
 from shallowflow.dynamics.step import live_neurons, probe_context
 from shallowflow.errors import Cancelled
-from shallowflow.inputs import DiagonalInputs, Inputs, OneDimInputs, PerRunInputs, SharedInputs
-from shallowflow.network import Network, to_engine_layout
-from shallowflow.probes import CLASSES, PERP_GRAM
+from shallowflow.model.inputs import DiagonalInputs, Inputs, OneDimInputs, PerRunInputs, SharedInputs
+from shallowflow.model.network import Network, to_engine_layout
 
 
 @dataclass
@@ -331,7 +331,7 @@ def simulate(
     """Train the batch of networks ``net0`` (a (R, p), W (R, p, d)) and record probes at
     ``saveat.steps``, until ``saveat.budget`` steps or until ``stop`` ends a run.
 
-    X, y: shared (n, d), (n,); per run (R, n, d), (R, n); or an :mod:`~shallowflow.inputs`
+    X, y: shared (n, d), (n,); per run (R, n, d), (R, n); or an :mod:`~shallowflow.model.inputs`
     object (with ``options.span``: X must be an array). ``keys`` (R,): per-run keys for SGD
     sampling. ``log_scale`` (R,): the trained network is exp(log_scale) * net0 (so
     lambda = exp(-1000) is expressible; required scale information for the lognorm

@@ -1,19 +1,19 @@
 """The engine's gradient for every inputs layout: the step chooses its path here.
 
-One-dimensional inputs with a bias (:class:`~shallowflow.inputs.OneDimInputs`) take the exact
-bucketed step of :mod:`shallowflow.onedim` (docs/math.md §10); every other layout takes the dense
-one of :mod:`shallowflow.network`. Both give the same :class:`~shallowflow.network.BatchGradient`.
+One-dimensional inputs with a bias (:class:`~shallowflow.model.inputs.OneDimInputs`) take the exact
+bucketed step of :mod:`shallowflow.model.onedim` (docs/math.md §10); every other layout takes the dense
+one of :mod:`shallowflow.model.network`. Both give the same :class:`~shallowflow.model.network.BatchGradient`.
 """
 
 from __future__ import annotations
 
 from jax import Array
 
-from shallowflow import network, onedim
-from shallowflow.activations import Activation
-from shallowflow.inputs import Inputs, OneDimInputs
-from shallowflow.losses import Loss
-from shallowflow.network import BatchGradient
+from shallowflow.model import network, onedim
+from shallowflow.model.activations import Activation
+from shallowflow.model.inputs import Inputs, OneDimInputs
+from shallowflow.model.losses import Loss
+from shallowflow.model.network import BatchGradient
 
 
 def batch_loss_and_gradient(
@@ -28,10 +28,10 @@ def batch_loss_and_gradient(
     mask: Array | None = None,
     hint: Array | None = None,
 ) -> BatchGradient:
-    """L, dL/da, dL/dWt of R networks (:func:`shallowflow.network.batch_loss_and_gradient`, same
-    arguments) on the path of ``inputs``: :func:`shallowflow.onedim.batch_loss_and_gradient` for
-    :class:`~shallowflow.inputs.OneDimInputs`, with ``hint`` its search start
-    (:func:`shallowflow.onedim.cells`); the dense path otherwise, where ``hint`` is ignored."""
+    """L, dL/da, dL/dWt of R networks (:func:`shallowflow.model.network.batch_loss_and_gradient`, same
+    arguments) on the path of ``inputs``: :func:`shallowflow.model.onedim.batch_loss_and_gradient` for
+    :class:`~shallowflow.model.inputs.OneDimInputs`, with ``hint`` its search start
+    (:func:`shallowflow.model.onedim.cells`); the dense path otherwise, where ``hint`` is ignored."""
     if isinstance(inputs, OneDimInputs):
         return onedim.batch_loss_and_gradient(a, Wt, inputs, y, kappa, activation, loss, weights,
                                               mask, hint)

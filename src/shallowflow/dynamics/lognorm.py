@@ -28,7 +28,7 @@ import jax.numpy as jnp
 from jax import Array
 
 from shallowflow.dynamics.parametrisation import PlainView, log_shift
-from shallowflow.network import BatchGradient
+from shallowflow.model.network import BatchGradient
 
 
 class LogNormParams(NamedTuple):

@@ -5,7 +5,7 @@ them; :class:`EngineOptions`, how the engine runs (they change the numbers at mo
 
 All three are frozen values, hashable and equal when their fields are equal (arrays are kept as
 tuples); they stay on the host and never reach a compiled program, whose static settings are
-the :class:`~shallowflow.dynamics.config.EngineConfig`.
+the :class:`~shallowflow.dynamics.engine_config.EngineConfig`.
 """
 
 from __future__ import annotations

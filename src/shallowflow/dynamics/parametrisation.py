@@ -11,7 +11,7 @@ docs/math.md §4.5)
 The implementations are :mod:`~shallowflow.dynamics.plain` (the weights themselves) and
 :mod:`~shallowflow.dynamics.lognorm` (log-norm coordinates for tiny initialisations); the engine
 looks one up once, by the name ``EngineConfig.parametrisation``, in
-:data:`~shallowflow.dynamics.config.PARAMETRISATIONS`.
+:data:`~shallowflow.dynamics.engine_config.PARAMETRISATIONS`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any, NamedTuple, Protocol
 import jax.numpy as jnp
 from jax import Array
 
-from shallowflow.network import BatchGradient
+from shallowflow.model.network import BatchGradient
 
 Params = Any  # engine coordinates: a pytree of (R, p) and (d, R, p) arrays
 

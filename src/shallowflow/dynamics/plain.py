@@ -13,7 +13,7 @@ import jax.numpy as jnp
 from jax import Array
 
 from shallowflow.dynamics.parametrisation import PlainView
-from shallowflow.network import BatchGradient
+from shallowflow.model.network import BatchGradient
 
 
 class PlainParams(NamedTuple):

@@ -6,7 +6,7 @@ W_r = W Q (p, r) with inputs X_r = X Q (n, r), and the out-of-span part W_perp =
 exactly constant; norms, balancedness and the PL curvature add its constant ||w_perp||^2.
 
 Orthogonal inputs (x_i . x_k = 0 for i != k) are diagonal in the basis q_i = x_i / ||x_i||:
-X_r = diag(||x_i||), the :class:`~shallowflow.inputs.DiagonalInputs` fast path with O(n p) work per
+X_r = diag(||x_i||), the :class:`~shallowflow.model.inputs.DiagonalInputs` fast path with O(n p) work per
 neuron-step instead of O(n d p). Working in the data basis also makes pre-activations exact
 multiples of the coordinates, so rounding of X w can no longer flip their sign.
 """
@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from shallowflow.inputs import DiagonalInputs, Inputs, PerRunInputs, SharedInputs
+from shallowflow.model.inputs import DiagonalInputs, Inputs, PerRunInputs, SharedInputs
 
 ORTHOGONALITY_TOL = 1e-10
 

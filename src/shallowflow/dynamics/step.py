@@ -10,8 +10,8 @@ One step of run r is
 with full-batch gradients (GD) or an unbiased minibatch estimate (SGD: B samples drawn without
 replacement per run and step, sample weights n/B), taken in the coordinates of the configured
 :class:`~shallowflow.dynamics.parametrisation.Parametrisation`. The R runs are advanced together
-in the layout of :mod:`shallowflow.network` (a (R, p), Wt (d, R, p)), so with shared data each
-step is two GEMMs over all R p neurons (:mod:`shallowflow.inputs`).
+in the layout of :mod:`shallowflow.model.network` (a (R, p), Wt (d, R, p)), so with shared data each
+step is two GEMMs over all R p neurons (:mod:`shallowflow.model.inputs`).
 
 A segment is a loop over its record points (as many iterations as it has points, whatever its
 compiled length), each advancing a ``lax.while_loop`` of steps to the next record step, then
@@ -26,11 +26,11 @@ import jax
 import jax.numpy as jnp
 from jax import Array, lax
 
-from shallowflow import onedim
 from shallowflow.dynamics import live
-from shallowflow.dynamics.config import EngineConfig
+from shallowflow.dynamics.engine_config import EngineConfig
 from shallowflow.dynamics.gradient import batch_loss_and_gradient
 from shallowflow.dynamics.parametrisation import Params
+from shallowflow.dynamics.probes import PROBES, ProbeContext
 from shallowflow.dynamics.state import (
     DIVERGED,
     GRADIENT,
@@ -42,9 +42,9 @@ from shallowflow.dynamics.state import (
     run_axis,
     select,
 )
-from shallowflow.inputs import DiagonalInputs, Inputs, OneDimInputs, PerRunInputs, SharedInputs
-from shallowflow.network import BatchGradient
-from shallowflow.probes import PROBES, ProbeContext
+from shallowflow.model import onedim
+from shallowflow.model.inputs import DiagonalInputs, Inputs, OneDimInputs, PerRunInputs, SharedInputs
+from shallowflow.model.network import BatchGradient
 
 
 def _gradient(cfg: EngineConfig, st: EngineState, inputs: Inputs, y: Array, **kw):
@@ -71,7 +71,7 @@ def _minibatch(cfg: EngineConfig, inputs: Inputs, y: Array, keys: Array, step: A
 
 
 def _hint(cfg: EngineConfig, params: Params, inputs: Inputs) -> Array | None:
-    """The one-dimensional path's search start for these parameters (:func:`shallowflow.onedim.
+    """The one-dimensional path's search start for these parameters (:func:`shallowflow.model.onedim.
     cells`), None on the other paths. Computed in the pass that updates the parameters and carried
     to the next step, it keeps a division out of that step's gathers (docs/math.md §10)."""
     if not isinstance(inputs, OneDimInputs):

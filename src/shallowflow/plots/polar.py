@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import xarray as xr
 
-from shallowflow import vectors
+from shallowflow.analysis import vectors
 from shallowflow.errors import UserError
 
 if TYPE_CHECKING:
@@ -224,7 +224,7 @@ def network_function(a: np.ndarray, W: np.ndarray, x: np.ndarray, kappa: float =
     one-dimensional inputs x (m,), with x̃ = (x, 1) when W has two columns (the bias last) and
     x̃ = x when it has one (docs/math.md §0.3).
 
-    The formula of :func:`shallowflow.network.forward`, evaluated here in numpy over chunks of
+    The formula of :func:`shallowflow.model.network.forward`, evaluated here in numpy over chunks of
     neurons: a picture is computed on the host in float64 whatever JAX's precision mode, and each
     frame of an animation frees its temporaries at once (JAX's eager dispatch keeps some alive
     until a garbage collection, which shows as memory growing with the frames)."""

@@ -4,7 +4,7 @@
 A :class:`Reproduction` is four small pieces and its presets:
 
 - ``simulate(params, train) -> xarray.Dataset``: everything the claims and figures need, trained
-  through ``train`` (the one training entry point, :func:`shallowflow.training.train` with the
+  through ``train`` (the one training entry point, :func:`shallowflow.training.entry.train` with the
   caller's progress and executor settings) and the theory modules;
 - ``judge(ds, params) -> list[Claim]``: the verdicts, a pure function of the saved Dataset;
 - ``draw(ds, params) -> list[Figure]``: the figures, from the saved Dataset;
@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from shallowflow.config import ConfigError, format_validation_error, split_override
 from shallowflow.reproductions.claims import Claim
-from shallowflow.training import Trainer
+from shallowflow.training.entry import Trainer
 
 RESULTS = "results.nc"
 

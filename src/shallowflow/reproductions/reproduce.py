@@ -20,17 +20,17 @@ import numpy as np
 import xarray as xr
 
 from shallowflow import enable_full_precision
-from shallowflow.batch_store import BatchStore
-from shallowflow.certificate import DEFAULT_PRECISION, Precision
 from shallowflow.config import ConfigError
-from shallowflow.executors import Executor
 from shallowflow.output import claim, write_text
 from shallowflow.reproductions import report
 from shallowflow.reproductions.base import RESULTS, Params, Reproduction, _validate, resolve_params
 from shallowflow.reproductions.claims import Claim, to_json
 from shallowflow.reproductions.index import lookup
+from shallowflow.runtime.executors import Executor
 from shallowflow.store import provenance, read_netcdf, write_netcdf
-from shallowflow.training import trainer
+from shallowflow.training.batch_store import BatchStore
+from shallowflow.training.certificates import DEFAULT_PRECISION, Precision
+from shallowflow.training.entry import trainer
 
 
 def _finish(rep: Reproduction, folder: Path, ds: xr.Dataset, params: Params, preset: str,
@@ -66,7 +66,7 @@ def _finish(rep: Reproduction, folder: Path, ds: xr.Dataset, params: Params, pre
 
 def batch_store(out: str | Path) -> Path:
     """Where a reproduction into ``out`` keeps its finished batches until it is complete (a
-    :class:`~shallowflow.batch_store.BatchStore` of the Datasets as trained): the hidden sibling
+    :class:`~shallowflow.training.batch_store.BatchStore` of the Datasets as trained): the hidden sibling
     folder ``.<out name>.batches`` (kept when the run is interrupted, removed when it
     succeeds)."""
     out = Path(out)
@@ -84,7 +84,7 @@ def run_reproduction(name: str, out: str | Path, preset: str = "quick",
     the folder is complete; ``resume`` reads the batches an interrupted run finished instead of
     training them again (without it, they are discarded and everything is trained).
     ``precision``: float64 (default) or float32, certified on a sample of runs rerun in float64
-    (:class:`~shallowflow.certificate.Precision`); the report says which, with the verdict."""
+    (:class:`~shallowflow.training.certificates.Precision`); the report says which, with the verdict."""
     rep = lookup(name)
     params = resolve_params(rep, preset, overrides)
     with claim(out, "reproduction", overwrite) as place:

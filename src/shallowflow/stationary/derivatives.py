@@ -1,7 +1,7 @@
 """Loss, gradient, Hessian and Hessian-vector products of one network (docs/math.md §9.1).
 
 One network ``Network(a (p,), W (p, d))``, data X (n, d) (a hidden bias is a column of ones,
-``add_bias_column``), labels y (n,), a :class:`~shallowflow.losses.Loss` and the output scale
+``add_bias_column``), labels y (n,), a :class:`~shallowflow.model.losses.Loss` and the output scale
 kappa:
 
     L(theta) = c sum_i ell(h(x_i), y_i),      h(x) = kappa sum_j a_j sigma(<w_j, x>).
@@ -26,9 +26,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from shallowflow.activations import RELU, Activation
-from shallowflow.losses import Loss
-from shallowflow.network import Network, forward, loss_and_gradient
+from shallowflow.model.activations import RELU, Activation
+from shallowflow.model.losses import Loss
+from shallowflow.model.network import Network, forward, loss_and_gradient
 from shallowflow.precision import float64
 
 

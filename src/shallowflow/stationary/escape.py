@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from shallowflow.activations import RELU, Activation
+from shallowflow.model.activations import RELU, Activation
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from typing import Literal
 
 import numpy as np
 
-from shallowflow.network import Network
+from shallowflow.model.network import Network
 from shallowflow.stationary.derivatives import (
     Problem,
     flat_gradient,

@@ -27,7 +27,7 @@ from typing import Literal
 
 import numpy as np
 
-from shallowflow.network import Network
+from shallowflow.model.network import Network
 from shallowflow.stationary.derivatives import Problem, hessian, hvp_operator, neuron_index
 
 SpectrumMethod = Literal["auto", "dense", "lanczos"]

@@ -35,9 +35,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from shallowflow.activations import Activation
-from shallowflow.losses import Loss
-from shallowflow.network import Network
+from shallowflow.model.activations import Activation
+from shallowflow.model.losses import Loss
+from shallowflow.model.network import Network
 from shallowflow.stationary.derivatives import (
     Problem,
     as_network,

@@ -20,8 +20,9 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from shallowflow.activations import RELU, Activation
-from shallowflow.losses import Loss
+from shallowflow.analysis.vectors import norms
+from shallowflow.model.activations import RELU, Activation
+from shallowflow.model.losses import Loss
 from shallowflow.theory.extremal import (
     BF_LOSS,
     CriticalSet,
@@ -30,7 +31,6 @@ from shallowflow.theory.extremal import (
     extremal_vectors,
     residual_weights,
 )
-from shallowflow.vectors import norms
 
 DEFAULT_DELTA = 0.1  # radians: a neuron within this angle of its critical direction is aligned
 
@@ -58,7 +58,7 @@ def alignment(a: object, W: object, X: object, y: object, *, time: object | None
     c = residual_weights(y, loss=loss)
     crit = extremal_vectors(X, c, activation) if critical is None else critical
     E = crit.directions.reshape(-1, d)
-    norm = norms(W)  # exact at any scale: lambda reaches 1e-300 (shallowflow.vectors)
+    norm = norms(W)  # exact at any scale: lambda reaches 1e-300 (shallowflow.analysis.vectors)
     U = W / np.where(norm > 0, norm, 1.0)[..., None]
     zero = norm == 0
     cos = U @ E.T  # (T, p, K)

@@ -33,11 +33,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from shallowflow.activations import RELU, Activation
-from shallowflow.losses import Loss
+from shallowflow.analysis.vectors import units
+from shallowflow.model.activations import RELU, Activation
+from shallowflow.model.losses import Loss
 from shallowflow.precision import float64
 from shallowflow.stationary.escape import circle_boundaries, correlation
-from shallowflow.vectors import units
 
 BF_LOSS = Loss("mse", "mean")  # BF's code: PyTorch MSELoss, (1/n) sum (yhat - y)^2 (docs/math.md §2.1)
 TOL = 1e-12  # relative tolerance (to sum_k |c_k| ||x_k||) for a zero vector or a zero slope

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shallowflow.losses import Loss
+from shallowflow.model.losses import Loss
 from shallowflow.theory.extremal import BF_LOSS
 
 

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from shallowflow.losses import Loss
+from shallowflow.model.losses import Loss
 from shallowflow.theory.activation_mask import (
     Assumption4Report,
     activation_mask,
@@ -58,7 +58,7 @@ TIE_RTOL = 1e-9
 # ------------------------------------------------------------------------------ conventions
 def loss_normaliser(loss: str, n: int, reduction: str = "mean") -> float:
     """c in L = c Σ_i r_i²: 1/(2n) for 'square', 1/n for 'mse' (reduction 'sum': 1/2 and 1);
-    :meth:`shallowflow.losses.Loss.quadratic_coefficient`."""
+    :meth:`shallowflow.model.losses.Loss.quadratic_coefficient`."""
     if int(n) != n or n < 1:
         raise ValueError(f"n: must be a positive integer, got {n!r}")
     try:
@@ -221,7 +221,7 @@ class SaddleProcess:
         ``log_norm`` (time, neuron) = log ||w_j|| = e_j(t) log(1/lambda) before neuron j's jump and
         (1/2) log ||D_j|| from it on (its O(1) norm ||w_j|| = ||D_j||^{1/2}).
         Coordinates: ``time_accelerated`` (time); with ``log_lambda`` also the index ``time`` =
-        flow time = t log(1/lambda), as in :func:`shallowflow.experiment.to_dataset`, so the
+        flow time = t log(1/lambda), as in :func:`shallowflow.training.batches.to_dataset`, so the
         curves overlay a run: ``ds.loss.sel(run=0).plot(x="time_accelerated")``.
         """
         t = as_finite("times", times, 1)
@@ -395,14 +395,14 @@ def from_run(ds: xr.Dataset, X: object | None, y: object, run: int = 0, *, loss:
              reduction: str | None = None, time_scale: float | None = None,
              **kwargs: Any) -> SaddleProcess:
     """Algorithm 1 for the initial state of run ``run`` of a simulation Dataset
-    (:func:`shallowflow.experiment.simulate`): signs = sign(a_init), directions = W_init rows.
+    (:func:`shallowflow.training.batches.simulate`): signs = sign(a_init), directions = W_init rows.
 
-    X, y: the run's data (e.g. ``shallowflow.experiment.dataset_of``; X None for the identity).
+    X, y: the run's data (e.g. ``shallowflow.training.batches.dataset_of``; X None for the identity).
     loss, reduction, time_scale default to the Dataset's attributes ``loss_name``, ``reduction``
     and ``time_scale``; c_L and the plateau normaliser are derived from them
     (:func:`loss_constant`). The stored initial network is lambda times the unit one; when lambda
     is so small that W_init underflows (log_scale below about -700), use
-    :func:`shallowflow.overlays.saddle_process_from_experiment`.
+    :func:`shallowflow.training.overlays.saddle_process_from_experiment`.
     Extra keyword arguments go to :func:`limit_process`.
     """
     for name in ("a_init", "W_init"):
@@ -419,7 +419,7 @@ def from_run(ds: xr.Dataset, X: object | None, y: object, run: int = 0, *, loss:
     if np.any(a0 == 0) or np.any(~np.any(W0 != 0, axis=1)):
         raise ValueError("ds: the stored initial network has zero neurons (lambda below the float "
                          "range underflows a_init, W_init); use "
-                         "shallowflow.overlays.saddle_process_from_experiment instead")
+                         "shallowflow.training.overlays.saddle_process_from_experiment instead")
     return from_network(a0, W0, X, y, loss or ds.attrs.get("loss_name", "square"),
                         reduction or ds.attrs.get("reduction", "mean"),
                         float(ds.attrs.get("time_scale", 1.0) if time_scale is None else time_scale),

@@ -25,8 +25,8 @@ import numpy as np
 import xarray as xr
 from pydantic import Field
 
-from shallowflow.fits import scaling_fits, slope_interval
-from shallowflow.labels import lambda_label
+from shallowflow.analysis.fits import scaling_fits, slope_interval
+from shallowflow.plots.labels import lambda_label
 from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, run_time
 from shallowflow.reproductions.boursier.phases import (
     bf_experiment,
@@ -35,7 +35,7 @@ from shallowflow.reproductions.boursier.phases import (
 )
 from shallowflow.reproductions.claims import Claim, band_verdict
 from shallowflow.reproductions.fields import AlignmentAngle, LearningRate, NegativeLog10, Runs, Seed, Steps
-from shallowflow.training import Trainer
+from shallowflow.training.entry import Trainer
 
 
 class AlignmentParams(Params):

@@ -24,8 +24,8 @@ import numpy as np
 import xarray as xr
 from pydantic import Field
 
-from shallowflow.curves import BF_ALIGN_LEVEL
-from shallowflow.labels import lambda_label
+from shallowflow.analysis.curves import BF_ALIGN_LEVEL
+from shallowflow.plots.labels import lambda_label
 from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, run_time
 from shallowflow.reproductions.boursier.phases import (
     PAPER_OLS_LOSS,
@@ -43,7 +43,7 @@ from shallowflow.reproductions.boursier.phases import (
 from shallowflow.reproductions.claims import Claim, band_verdict
 from shallowflow.reproductions.fields import AlignmentAngle, Frames, LearningRate, Log10Lambda, Seed, Steps
 from shallowflow.theory.ols import theorem2_limit
-from shallowflow.training import Trainer
+from shallowflow.training.entry import Trainer
 
 
 class Fig2Params(Params):

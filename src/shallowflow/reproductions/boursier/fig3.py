@@ -21,8 +21,8 @@ import numpy as np
 import xarray as xr
 from pydantic import Field
 
-from shallowflow.curves import EVENT_DROP, growth_events
-from shallowflow.labels import lambda_label
+from shallowflow.analysis.curves import EVENT_DROP, growth_events
+from shallowflow.plots.labels import lambda_label
 from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, run_time
 from shallowflow.reproductions.boursier.phases import (
     bf_experiment,
@@ -34,7 +34,7 @@ from shallowflow.reproductions.boursier.phases import (
 from shallowflow.reproductions.claims import Claim
 from shallowflow.reproductions.fields import Frames, LearningRate, Log10Lambda, Seed, Steps
 from shallowflow.theory.bf_alignment import alignment
-from shallowflow.training import Trainer
+from shallowflow.training.entry import Trainer
 
 
 class Fig3Params(Params):

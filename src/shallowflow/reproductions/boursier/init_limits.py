@@ -25,7 +25,7 @@ import numpy as np
 import xarray as xr
 from pydantic import Field
 
-from shallowflow.labels import lambda_label
+from shallowflow.plots.labels import lambda_label
 from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, run_time
 from shallowflow.reproductions.boursier.phases import (
     PAPER_OLS_LOSS,
@@ -36,7 +36,7 @@ from shallowflow.reproductions.boursier.phases import (
 from shallowflow.reproductions.claims import Claim
 from shallowflow.reproductions.fields import LearningRate, Log10Lambda, Runs, Seed, Steps
 from shallowflow.theory.ols import ols
-from shallowflow.training import Trainer
+from shallowflow.training.entry import Trainer
 
 
 class InitParams(Params):

@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from shallowflow.analysis.curves import bf_phase_ends
 from shallowflow.config import Experiment
-from shallowflow.curves import bf_phase_ends
 from shallowflow.theory.bf_alignment import DEFAULT_DELTA, alignment
 from shallowflow.theory.extremal import CriticalSet, extremal_vectors, residual_weights
 from shallowflow.theory.ols import OLSFit, ols

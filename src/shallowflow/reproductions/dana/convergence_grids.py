@@ -11,7 +11,7 @@ code's threshold has passed the text's on the way. The text's rule (stop as soon
 below C_y^-/(2n)) is read as: the smallest recorded loss (40 geometric record points and the
 end) is below C_y^-/(2n); ``text_rule_gap`` counts runs for which that differs from the final
 loss being below it, and ``max_rise`` is the largest relative loss increase between records
-(:func:`shallowflow.curves.max_rise`). The normalised final loss is L_end/L(0), counted as 0 for
+(:func:`shallowflow.analysis.curves.max_rise`). The normalised final loss is L_end/L(0), counted as 0 for
 converged runs (§1.4(13)).
 
 A grid (dims ``n, run``) is what :func:`convergence_grid` returns; a reproduction saves several
@@ -28,11 +28,11 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
+from shallowflow.analysis.curves import max_rise
 from shallowflow.config import Experiment, experiment_from_mapping
-from shallowflow.curves import max_rise
 from shallowflow.theory.good_init import good_init_event, neurons_for
 from shallowflow.theory.training_budget import budget, threshold
-from shallowflow.training import Protocol, Trainer
+from shallowflow.training.entry import Protocol, Trainer
 
 
 def convergence_experiment(n: int, d: int, p: int | None, runs: int, seed: int,
@@ -116,7 +116,7 @@ def convergence_grids(requests: Sequence[GridRequest], train: Trainer) -> list[x
 
 
 def grid_steps(request: GridRequest) -> Protocol:
-    """One grid as a step of a :data:`~shallowflow.training.Protocol` (``yield from`` it in a
+    """One grid as a step of a :data:`~shallowflow.training.entry.Protocol` (``yield from`` it in a
     protocol trained with ``keep_data=True``): its experiments in one step; returns the grid."""
     exps = request.experiments()
     return _grid(request, exps, (yield exps))

@@ -33,15 +33,15 @@ import xarray as xr
 from pydantic import Field
 from scipy.optimize import brentq
 
-from shallowflow import init as inits
+from shallowflow.analysis.curves import first_crossing
 from shallowflow.config import Experiment, experiment_from_mapping
-from shallowflow.curves import first_crossing
+from shallowflow.model import initialisation as inits
 from shallowflow.precision import float64
 from shallowflow.reproductions.base import Figure, Params, Reproduction, Section
 from shallowflow.reproductions.claims import Claim
 from shallowflow.reproductions.fields import LearningRate
 from shallowflow.theory import group_dynamics as group
-from shallowflow.training import Trainer
+from shallowflow.training.entry import Trainer
 
 
 class Fig2Params(Params):

@@ -19,7 +19,7 @@ import numpy as np
 import xarray as xr
 from pydantic import Field, model_validator
 
-from shallowflow.fits import (
+from shallowflow.analysis.fits import (
     ThresholdFit,
     bootstrap_mean,
     grid_sigmoid_threshold,
@@ -36,7 +36,7 @@ from shallowflow.reproductions.dana.convergence_grids import (
 )
 from shallowflow.reproductions.fields import Runs, Seed
 from shallowflow.theory.good_init import lemma5_bound
-from shallowflow.training import Trainer
+from shallowflow.training.entry import Trainer
 
 
 class Fig3Params(Params):

@@ -11,7 +11,7 @@ from typing import Annotated
 import numpy as np
 from pydantic import Field
 
-from shallowflow.fits import LawFit
+from shallowflow.analysis.fits import LawFit
 from shallowflow.reproductions.base import Params, Reproduction
 from shallowflow.reproductions.dana.threshold import (
     CoarseRuns,

@@ -33,8 +33,8 @@ import numpy as np
 import xarray as xr
 from pydantic import Field, model_validator
 
+from shallowflow.analysis.fits import bootstrap_slope, positive_mean
 from shallowflow.config import Experiment, experiment_from_mapping
-from shallowflow.fits import bootstrap_slope, positive_mean
 from shallowflow.reproductions.base import Figure, Params, Reproduction, Section
 from shallowflow.reproductions.claims import Claim, band_verdict
 from shallowflow.reproductions.fields import Runs, Seed
@@ -42,7 +42,7 @@ from shallowflow.theory import pl_bounds
 from shallowflow.theory.data_constants import data_constants
 from shallowflow.theory.good_init import good_init_event, lemma5_bound, neurons_for
 from shallowflow.theory.training_budget import converged, epochs, threshold
-from shallowflow.training import Trainer
+from shallowflow.training.entry import Trainer
 
 
 class Fig6Params(Params):
@@ -188,7 +188,7 @@ def slopes(grid: xr.Dataset, keys: list[str], mask: xr.DataArray | None, seed: i
            resamples: int) -> np.ndarray:
     """(key, 3): bootstrap log-log slope of the mean over runs and its 95% interval, for every
     measure in ``keys``, optionally on the runs where ``mask`` holds (the others are NaN,
-    which :func:`~shallowflow.fits.bootstrap_slope` drops)."""
+    which :func:`~shallowflow.analysis.fits.bootstrap_slope` drops)."""
     out = np.full((len(keys), 3), np.nan)
     for i, key in enumerate(keys):
         v = grid[key] if mask is None else grid[key].where(mask)

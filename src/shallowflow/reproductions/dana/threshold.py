@@ -5,7 +5,7 @@ t_inf) crosses 1/2. Protocol for one (d, p): a coarse search with few runs brack
 (from n = 4d, multiplied by ``growth`` until fewer than half of the runs converge), then the
 paper's grid n = N0 - span d .. N0 + span d in steps of ``step`` d around the bracket's midpoint
 N0 is run with ``runs`` runs per n, and N is the binomial maximum-likelihood logistic fit
-(:func:`shallowflow.fits.logistic_threshold`) with its 95% profile interval. The paper uses
+(:func:`shallowflow.analysis.fits.logistic_threshold`) with its 95% profile interval. The paper uses
 span = 15, step = 1.
 
 :class:`ThresholdScan` is the reproduction of a scan of N along ``d`` (dana-fig4) or ``p``
@@ -25,7 +25,7 @@ import numpy as np
 import xarray as xr
 from pydantic import Field
 
-from shallowflow.fits import LawFit, ThresholdFit, logistic_threshold, scaling_fits
+from shallowflow.analysis.fits import LawFit, ThresholdFit, logistic_threshold, scaling_fits
 from shallowflow.reproductions.base import Figure, Section
 from shallowflow.reproductions.claims import Claim
 from shallowflow.reproductions.dana.convergence_grids import (
@@ -36,7 +36,7 @@ from shallowflow.reproductions.dana.convergence_grids import (
     summarise,
 )
 from shallowflow.reproductions.fields import Runs, Seed
-from shallowflow.training import Protocol, Trainer
+from shallowflow.training.entry import Protocol, Trainer
 
 MAX_REL_WIDTH = 0.5  # thresholds less certain than this (median interval / N) decide nothing
 MIN_THRESHOLDS = 3  # laws are fitted to at least this many thresholds
@@ -65,7 +65,7 @@ def find_thresholds(points: Sequence[tuple[int, int, int]], runs: int, coarse_ru
                     span: float, step: float, train: Trainer, n_start: int | None = None,
                     growth: float = 1.5) -> list[xr.Dataset]:
     """:func:`find_threshold` at every ``(d, p, seed)`` of ``points``, side by side: each
-    point's search is a :data:`~shallowflow.training.Protocol` (:func:`threshold_search`) and
+    point's search is a :data:`~shallowflow.training.entry.Protocol` (:func:`threshold_search`) and
     ``train.protocols`` hands every step to the executor as soon as it is known, so one point's
     final grid trains while another is still bracketing. Each point's runs, seeds and decisions
     are those of its own :func:`find_threshold`."""

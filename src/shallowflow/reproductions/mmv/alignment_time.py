@@ -64,7 +64,7 @@ import numpy as np
 import xarray as xr
 from pydantic import Field
 
-from shallowflow.fits import bootstrap_mean, scaling_fits, slope_interval
+from shallowflow.analysis.fits import bootstrap_mean, scaling_fits, slope_interval
 from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, run_time
 from shallowflow.reproductions.claims import Claim, band_verdict
 from shallowflow.reproductions.fields import Every, HiddenWidth, LearningRate, LossReading, Runs, Seed, Steps
@@ -82,7 +82,7 @@ from shallowflow.reproductions.mmv.alignment_curves import (
     reading,
 )
 from shallowflow.theory import alignment as al
-from shallowflow.training import Trainer
+from shallowflow.training.entry import Trainer
 
 FLAT_BAND = (-0.2, 0.2)  # log-log slope of the alignment time against log(1/alpha): independent
 MAX_WIDTH = 1.0  # a wider slope interval cannot tell flat (0) from linear growth (~1)

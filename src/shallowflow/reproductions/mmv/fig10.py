@@ -11,7 +11,7 @@ import xarray as xr
 from shallowflow.reproductions.base import Figure, Reproduction, Section
 from shallowflow.reproductions.claims import Claim
 from shallowflow.reproductions.mmv import digit_pairs
-from shallowflow.training import Trainer
+from shallowflow.training.entry import Trainer
 
 DIGITS = (3, 8)
 PRESETS = digit_pairs.presets()

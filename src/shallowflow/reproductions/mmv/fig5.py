@@ -15,7 +15,7 @@ import xarray as xr
 from shallowflow.reproductions.base import Figure, Reproduction, Section
 from shallowflow.reproductions.claims import Claim
 from shallowflow.reproductions.mmv import digit_pairs
-from shallowflow.training import Trainer
+from shallowflow.training.entry import Trainer
 
 DIGITS = (1, 0)
 PRESETS = digit_pairs.presets()

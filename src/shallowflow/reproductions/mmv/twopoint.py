@@ -51,7 +51,7 @@ from shallowflow.reproductions.mmv.alignment_curves import (
     stack,
 )
 from shallowflow.theory import alignment as al
-from shallowflow.training import Trainer
+from shallowflow.training.entry import Trainer
 
 SETTINGS = ("sin 0.1", "sin 0.001", "0")
 FIGURES = {"sin 0.1": "Fig. 7", "sin 0.001": "Fig. 8", "0": "Fig. 9"}

@@ -25,8 +25,8 @@ import numpy as np
 import xarray as xr
 from pydantic import Field
 
-from shallowflow.curves import GROWN_NORM, crossing_times, fitted_counts, growth_times
-from shallowflow.labels import lambda_label
+from shallowflow.analysis.curves import GROWN_NORM, crossing_times, fitted_counts, growth_times
+from shallowflow.plots.labels import lambda_label
 from shallowflow.reproductions.base import Figure, Reproduction, Section
 from shallowflow.reproductions.claims import Claim
 from shallowflow.reproductions.town.scale_runs import (
@@ -38,7 +38,7 @@ from shallowflow.reproductions.town.scale_runs import (
     simulate_scales,
 )
 from shallowflow.theory.saddle_process import SaddleProcess, limit_process, loss_constant
-from shallowflow.training import Trainer
+from shallowflow.training.entry import Trainer
 
 
 class Fig1Params(ScalesParams):

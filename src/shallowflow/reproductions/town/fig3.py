@@ -20,7 +20,7 @@ import numpy as np
 import xarray as xr
 from pydantic import Field
 
-from shallowflow.labels import lambda_label
+from shallowflow.plots.labels import lambda_label
 from shallowflow.reproductions.base import Figure, Reproduction, Section
 from shallowflow.reproductions.claims import Claim
 from shallowflow.reproductions.town.scale_runs import (
@@ -31,7 +31,7 @@ from shallowflow.reproductions.town.scale_runs import (
     simulate_scales,
 )
 from shallowflow.theory.saddle_process import SaddleProcess
-from shallowflow.training import Trainer
+from shallowflow.training.entry import Trainer
 
 
 class Fig3Params(ScalesParams):

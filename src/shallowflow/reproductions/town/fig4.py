@@ -23,7 +23,7 @@ import numpy as np
 import xarray as xr
 from pydantic import Field
 
-from shallowflow.labels import lambda_label
+from shallowflow.plots.labels import lambda_label
 from shallowflow.reproductions.base import Figure, Params, Reproduction, Section
 from shallowflow.reproductions.claims import Claim
 from shallowflow.reproductions.fields import Balance, LearningRate, Log10Lambda, RecordDt, Seed
@@ -34,7 +34,7 @@ from shallowflow.reproductions.town.scale_runs import (
     simulate_scales,
 )
 from shallowflow.theory.saddle_process import SaddleProcess
-from shallowflow.training import Trainer
+from shallowflow.training.entry import Trainer
 
 
 class Fig4Params(Params):

@@ -29,9 +29,9 @@ import numpy as np
 import xarray as xr
 from pydantic import Field
 
+from shallowflow.analysis.fits import loglog_slope, nan_band, slope_interval
 from shallowflow.config import Experiment
-from shallowflow.fits import loglog_slope, nan_band, slope_interval
-from shallowflow.labels import lambda_label
+from shallowflow.plots.labels import lambda_label
 from shallowflow.reproductions.base import Figure, Params, Reproduction, Section
 from shallowflow.reproductions.claims import Claim, band_verdict
 from shallowflow.reproductions.fields import LearningRate, NegativeLog10, Runs, Seed, StopLoss
@@ -46,7 +46,7 @@ from shallowflow.reproductions.town.interpolation import (
     run_summary,
 )
 from shallowflow.theory.interpolator_norms import min_norm_sq
-from shallowflow.training import Trainer
+from shallowflow.training.entry import Trainer
 
 
 class Fig5Params(Params):

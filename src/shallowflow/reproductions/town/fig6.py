@@ -32,9 +32,9 @@ import numpy as np
 import xarray as xr
 from pydantic import Field
 
+from shallowflow.analysis.fits import nan_band, slope_interval
 from shallowflow.config import Experiment
-from shallowflow.fits import nan_band, slope_interval
-from shallowflow.labels import lambda_label
+from shallowflow.plots.labels import lambda_label
 from shallowflow.reproductions.base import Figure, Params, Reproduction, Section
 from shallowflow.reproductions.claims import Claim
 from shallowflow.reproductions.fields import Log10Lambda, Runs, Seed, StopLoss
@@ -50,7 +50,7 @@ from shallowflow.reproductions.town.interpolation import (
 )
 from shallowflow.theory.interpolator_norms import min_norm_sq, norm_ratio
 from shallowflow.theory.saddle_process import limit_process, loss_constant
-from shallowflow.training import Trainer
+from shallowflow.training.entry import Trainer
 
 
 class Fig6Params(Params):

@@ -35,9 +35,9 @@ import numpy as np
 import xarray as xr
 
 from shallowflow.config import Experiment, experiment_from_mapping
-from shallowflow.overlays import saddle_process_from_experiment
 from shallowflow.theory.interpolator_norms import learned_norm_sq
 from shallowflow.theory.saddle_process import SaddleProcess, from_run
+from shallowflow.training.overlays import saddle_process_from_experiment
 
 RECORD_POINTS = 60  # geometrically spaced records of the loss and squared-norm probes
 

@@ -35,16 +35,16 @@ import numpy as np
 import xarray as xr
 from pydantic import Field
 
-from shallowflow.curves import crossing_times
-from shallowflow.fits import bootstrap_mean, loglog_slope
-from shallowflow.labels import lambda_label
+from shallowflow.analysis.curves import crossing_times
+from shallowflow.analysis.fits import bootstrap_mean, loglog_slope
+from shallowflow.plots.labels import lambda_label
 from shallowflow.reproductions.base import Figure, Params, Reproduction, Section
 from shallowflow.reproductions.claims import Claim, band_verdict, interval_verdict
 from shallowflow.reproductions.fields import LearningRate, NegativeLog10, RecordDt, Seed
 from shallowflow.reproductions.town.interpolation import padded
 from shallowflow.reproductions.town.scale_runs import ScaleRuns, limit_processes, simulate_problems
 from shallowflow.theory.saddle_process import SaddleProcess
-from shallowflow.training import Trainer
+from shallowflow.training.entry import Trainer
 
 
 class ConvergenceParams(Params):

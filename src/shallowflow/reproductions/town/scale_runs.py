@@ -27,7 +27,7 @@ Helpers:
   interval; :func:`limit_fitted_counts`, :func:`process_table`: summaries of the process.
 
 The measurements on recorded curves (jump times, growth times, fitted points) are in
-:mod:`shallowflow.curves`.
+:mod:`shallowflow.analysis.curves`.
 """
 
 from __future__ import annotations
@@ -41,11 +41,11 @@ import xarray as xr
 from pydantic import Field
 
 from shallowflow.config import Experiment, experiment_from_mapping
-from shallowflow.overlays import saddle_process_from_experiment
 from shallowflow.reproductions.base import Params
 from shallowflow.reproductions.fields import Balance, LearningRate, NegativeLog10, RecordDt, Seed
 from shallowflow.theory.saddle_process import SaddleProcess, limit_process
-from shallowflow.training import Trainer
+from shallowflow.training.entry import Trainer
+from shallowflow.training.overlays import saddle_process_from_experiment
 
 PAPER_LR = 0.01
 SETTLE_RTOL = 1e-12  # a run stops once its loss is within this x its initial plateau of the floor
@@ -89,7 +89,7 @@ def tblel_experiment(*, n: int, m: int, log_lambda: float, lr: float, duration: 
 def limit_processes(problems: Sequence[dict[str, Any]]) -> list[SaddleProcess]:
     """Algorithm 1 for each problem (keyword arguments of :func:`tblel_experiment` without
     log_lambda, lr, duration), from its data and unit-scale initial network, no training
-    (:func:`~shallowflow.overlays.saddle_process_from_experiment`)."""
+    (:func:`~shallowflow.training.overlays.saddle_process_from_experiment`)."""
     return [saddle_process_from_experiment(tblel_experiment(**pb, log_lambda=-10.0, lr=PAPER_LR,
                                                             duration=1.0))
             for pb in problems]

@@ -8,7 +8,7 @@ through :func:`plan` and :func:`execute` (docs/architecture.md, "Training"):
    points) and cuts each group into batches of at most ``max_batch`` runs, with a deterministic
    id;
 2. :func:`execute` runs a task on every batch through an executor (in-process by default, see
-   :mod:`shallowflow.executors`) behind one progress display (runs done, and steps of each
+   :mod:`shallowflow.runtime.executors`) behind one progress display (runs done, and steps of each
    batch in flight);
 3. :func:`train` does both and hands back, per experiment, the Dataset of its runs (dims
    ``run, time, neuron, ...``; ``run`` counts that experiment's runs from 0), with the training
@@ -36,14 +36,15 @@ from typing import Any, TypeVar
 import numpy as np
 import xarray as xr
 
-from shallowflow.batch_store import BatchStore
-from shallowflow.certificate import DEFAULT_PRECISION, Precision
 from shallowflow.config import DIGEST, Experiment
 from shallowflow.errors import BatchesFailed, Failure
-from shallowflow.executors import Executor, LocalExecutor, StepCallback
-from shallowflow.experiment import RunRef, batch_data, prepare_batch, run_batch, static_signature
-from shallowflow.preflight import check_memory, estimate
-from shallowflow.progress import make_progress
+from shallowflow.runtime.executors import Executor, LocalExecutor, StepCallback
+from shallowflow.runtime.progress import make_progress
+from shallowflow.training.batch_run import run_batch
+from shallowflow.training.batch_store import BatchStore
+from shallowflow.training.batches import RunRef, batch_data, prepare_batch, static_signature
+from shallowflow.training.certificates import DEFAULT_PRECISION, Precision
+from shallowflow.training.preflight import check_memory, estimate
 
 R = TypeVar("R")
 
@@ -103,7 +104,7 @@ def train_batch(batch: Batch, progress: StepCallback | None = None,
 def train_batch_file(batch: Batch, progress: StepCallback | None = None, *,
                      store: BatchStore, keep_data: bool = False) -> Path:
     """:func:`train_batch`, its Dataset written atomically into ``store``
-    (:meth:`BatchStore.write <shallowflow.batch_store.BatchStore.write>`); returns the path
+    (:meth:`BatchStore.write <shallowflow.training.batch_store.BatchStore.write>`); returns the path
     (what comes back from a worker process is a path, not the arrays)."""
     return store.write(batch, train_batch(batch, progress, keep_data))
 
@@ -172,15 +173,15 @@ def train(experiments: Experiment | Sequence[Experiment], *, label: str = "",
     it. ``runs``: train only these run indices of every experiment (default: all).
 
     Before any work the memory the job needs is estimated and compared with what the machine
-    has (:func:`shallowflow.preflight.check_memory`; ``force`` trains anyway).
+    has (:func:`shallowflow.training.preflight.check_memory`; ``force`` trains anyway).
 
     ``store``: a folder that keeps each finished batch as ``<batch id>.nc`` (a
-    :class:`~shallowflow.batch_store.BatchStore`, written atomically where the batch ran); a
+    :class:`~shallowflow.training.batch_store.BatchStore`, written atomically where the batch ran); a
     batch whose file is already there is read, not trained again (the id hashes the batch's
     runs and their specs), so an interrupted caller resumes.
 
     ``precision``: every experiment trained in this precision (default: as given; float32 with
-    a float64 rerun of a sample: :class:`~shallowflow.certificate.Precision`). ``on_batch``:
+    a float64 rerun of a sample: :class:`~shallowflow.training.certificates.Precision`). ``on_batch``:
     called with each finished batch's Dataset (e.g. to collect its certificates).
     """
     exps = [experiments] if isinstance(experiments, Experiment) else list(experiments)

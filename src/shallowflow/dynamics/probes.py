@@ -41,8 +41,8 @@ from typing import NamedTuple
 import jax.numpy as jnp
 from jax import Array
 
-from shallowflow.cones import CONE_NAMES
-from shallowflow.network import BatchGradient
+from shallowflow.dynamics.cones import CONE_NAMES
+from shallowflow.model.network import BatchGradient
 
 CLASSES, PERP_GRAM = "classes", "perp_gram"
 """Batch constants a probe may need (``Probe.needs``), computed once per batch only when a
@@ -54,7 +54,7 @@ DIM_LABELS: dict[str, tuple[str, ...]] = {"band": ("min", "mean", "max"), "cone"
 
 class ProbeContext(NamedTuple):
     """Everything a probe may read: R runs at one record point, in plain units and the engine
-    layout (a (R, p), Wt (d, R, p); see :mod:`shallowflow.network`). Norms include the constant
+    layout (a (R, p), Wt (d, R, p); see :mod:`shallowflow.model.network`). Norms include the constant
     part of w_j outside the data span when the engine works in the span (then Wt holds the
     in-span coordinates, ``perp_sq`` ||w_perp||^2 and ``perp_gram`` the out-of-span parts' Gram
     matrix). ``class_dirs``, ``label_sign`` and ``perp_gram`` are None unless a recorded probe
@@ -101,8 +101,8 @@ def _nan_where(ok: Array, x: Array) -> Array:
 def _alignment(c: ProbeContext, k: int, sign: float) -> Array:
     """(min_{j in V} cos(w_j, x), cos(w_bar, x), max_{j in V} cos(w_j, x)), (R, 3), for
     V = {j : sign a_j > 0} and x = column k of the class directions, w_bar = sum_{j in V} w_j
-    (docs/math.md §4.5; :func:`shallowflow.theory.alignment.alignment_cosines`). In the span basis
-    <w_j, x> = <Wt_j, x> (x lies in the span), ||w_j||^2 = ``norm_sq`` and ||w_bar||^2 =
+    (docs/math.md §4.5; :func:`shallowflow.theory.alignment_measures.alignment_cosines`). In the span
+    basis <w_j, x> = <Wt_j, x> (x lies in the span), ||w_j||^2 = ``norm_sq`` and ||w_bar||^2 =
     ||sum_V Wt_j||^2 + sum_{k, j in V} <w_perp_k, w_perp_j>. NaN where V is empty or a vector is 0."""
     x = c.class_dirs[:, :, k]  # (d, R)
     x_norm = jnp.sqrt(jnp.sum(x**2, axis=0))  # (R,)

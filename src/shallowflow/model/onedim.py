@@ -22,7 +22,7 @@ instead of the dense path's O(n p), with no approximation (the same numbers up t
 summation). M_j = (S1_j, S0_j) is the dense path's back-projection, so both parametrisations
 work unchanged.
 
-The sample-space fields of the returned :class:`~shallowflow.network.BatchGradient` (the
+The sample-space fields of the returned :class:`~shallowflow.model.network.BatchGradient` (the
 pre-activations, the activity and the outputs, (n, R, p) and (n, R) in the original sample
 order) are written out for the probes; inside the step nobody reads them and the compiler
 removes them, so they cost O(n p) only at record points.
@@ -36,10 +36,10 @@ import jax
 import jax.numpy as jnp
 from jax import Array, lax
 
-from shallowflow.activations import Activation
-from shallowflow.inputs import OneDimInputs
-from shallowflow.losses import Loss
-from shallowflow.network import BatchGradient
+from shallowflow.model.activations import Activation
+from shallowflow.model.inputs import OneDimInputs
+from shallowflow.model.losses import Loss
+from shallowflow.model.network import BatchGradient
 
 MIN_SAMPLES = 32
 """Automatic choice (:func:`pays`): at least this many points ... (the dense step's cost grows
@@ -145,7 +145,7 @@ def window_buckets(inputs: OneDimInputs, Wt: Array, hint: Array | None = None) -
     computes it (never by the rounded kink -b_j/w_j), so it is exactly the dense activity: t_j
     counts the leading sorted points on which the predicate "the cut is at or before k" is false,
     a predicate monotone in k because the computed x_k w_j + b_j is. The kink only picks a window
-    of 2^K points (the grid of :class:`~shallowflow.inputs.OneDimInputs`, gathers from its table
+    of 2^K points (the grid of :class:`~shallowflow.model.inputs.OneDimInputs`, gathers from its table
     at the cell of :func:`cells`, or at ``hint``, cells computed earlier: any cell gives the exact
     buckets, a wrong one only costs the fallback). The predicate at the two points just outside
     the window proves that the cut lies inside; then the number of points inside where it is
@@ -231,7 +231,7 @@ def batch_loss_and_gradient(
     mask: Array | None = None,
     hint: Array | None = None,
 ) -> BatchGradient:
-    """:func:`shallowflow.network.batch_loss_and_gradient` for :class:`OneDimInputs`: a (R, p),
+    """:func:`shallowflow.model.network.batch_loss_and_gradient` for :class:`OneDimInputs`: a (R, p),
     Wt (2, R, p) = (w, b), labels (n,) or (R, n) in the original order; ``weights`` a scalar or
     (n, 1)/(n, R) in the original order; ``hint`` the neurons' search cells (:func:`cells`), if
     already computed. ReLU only, no persistent mask (ValueError otherwise)."""

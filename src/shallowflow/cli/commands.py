@@ -7,7 +7,7 @@ code 2, no traceback (:mod:`shallowflow.errors`). Results go to stdout, notes, p
 errors to stderr. Ctrl-C or SIGTERM stops cleanly (nothing half-written) and says what was
 finished and how to go on; an internal error says it is one and asks for a report. This module
 holds the commands; the process plumbing (signals, the error guard, exit codes, the quick exit)
-is :mod:`shallowflow.cli_process`.
+is :mod:`shallowflow.cli.process`.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
-from shallowflow.cli_process import fail, guard, handle_signals, owns_process, without_dask_arrays
-from shallowflow.cli_process import run as run_process
+from shallowflow.cli.process import fail, guard, handle_signals, owns_process, without_dask_arrays
+from shallowflow.cli.process import run as run_process
 from shallowflow.errors import EXIT_INTERRUPTED
-from shallowflow.preflight import REFERENCE_FLOPS, Estimate, estimate, human
-from shallowflow.progress import console, out
+from shallowflow.runtime.progress import console, out
+from shallowflow.training.preflight import REFERENCE_FLOPS, Estimate, estimate, human
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Simulate, measure and predict how one-hidden-layer ReLU networks learn.")
@@ -35,7 +35,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 @app.callback()
 def _main(ctx: typer.Context) -> None:
     """Simulate, measure and predict how one-hidden-layer ReLU networks learn."""
-    from shallowflow import compile_cache, enable_full_precision
+    from shallowflow import enable_full_precision
+    from shallowflow.runtime import compile_cache
 
     ctx.call_on_close(handle_signals())  # a command called in-process leaves no trace
     if owns_process():
@@ -101,7 +102,7 @@ def run(
     if "certificate" in ds.attrs:
         out.print(ds.attrs["certificate"], highlight=False)
     if "precision_rel" in ds:
-        from shallowflow.certificate import precision_verdict
+        from shallowflow.training.certificates import precision_verdict
 
         out.print(precision_verdict(ds["precision_rel"].values, exp.train.certify_precision_tol),
                   highlight=False)
@@ -181,7 +182,7 @@ def sweep(
 ) -> None:
     """Run a grid of experiments in batches of equal shapes; resumable after a crash."""
     with guard(_sweep_state(spec, out_dir, set_ or [])), contextlib.ExitStack() as stack:
-        from shallowflow.executors import make_executor
+        from shallowflow.runtime.executors import make_executor
         from shallowflow.sweep import load_sweep, run_sweep
 
         sw = load_sweep(spec, set_ or [])
@@ -246,9 +247,9 @@ def reproduce(
                 f"when complete); {again}")
 
     with guard(state), contextlib.ExitStack() as stack:
-        from shallowflow.certificate import Precision
-        from shallowflow.executors import make_executor
         from shallowflow.reproductions import catalogue, rejudge, run_reproduction
+        from shallowflow.runtime.executors import make_executor
+        from shallowflow.training.certificates import Precision
 
         precision = Precision(dtype, certify_precision, certify_precision_tol)  # type: ignore[arg-type]
         if from_ is not None and (name == "all" or set_ or not precision.default):
@@ -359,8 +360,8 @@ def list_() -> None:
     import inspect
 
     from shallowflow.config import DATA_KINDS, INIT_SCHEMES
-    from shallowflow.losses import LOSS_NAMES
-    from shallowflow.probes import PROBES
+    from shallowflow.dynamics.probes import PROBES
+    from shallowflow.model.losses import LOSS_NAMES
 
     for title, registry in (("data kinds", DATA_KINDS), ("init schemes", INIT_SCHEMES)):
         out.print(f"[bold]{title}:[/]")
@@ -410,7 +411,7 @@ def bench_(
 
 def main() -> None:
     """The ``shallowflow`` command (the console script): :data:`app` as this process, then a
-    quick exit (:func:`shallowflow.cli_process.run`)."""
+    quick exit (:func:`shallowflow.cli.process.run`)."""
     run_process(app)
 
 

@@ -1,6 +1,6 @@
 """The command line's process plumbing: signals, the error guard, exit codes and the quick exit.
 
-The commands (:mod:`shallowflow.cli`) run inside :func:`guard`, which turns what can go wrong
+The commands (:mod:`shallowflow.cli.commands`) run inside :func:`guard`, which turns what can go wrong
 into what a user reads and the exit code (:mod:`shallowflow.errors`): error lines (exit 2),
 failed batches (exit 1), an interruption (Ctrl-C: 130, SIGTERM: 143) or an internal error (exit
 1, with a request for a report). :func:`handle_signals` makes SIGTERM unwind like Ctrl-C, and
@@ -31,7 +31,7 @@ from shallowflow.errors import (
     REPORT,
     error_lines,
 )
-from shallowflow.progress import console
+from shallowflow.runtime.progress import console
 
 _OWN_PROCESS = False
 """Whether the ``shallowflow`` command (:func:`run`) owns this process, rather than a test or

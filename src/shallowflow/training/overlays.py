@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from shallowflow.config import Experiment
-from shallowflow.experiment import BatchInputs, RunRef, prepare_batch
 from shallowflow.theory.saddle_process import SaddleProcess, from_network
+from shallowflow.training.batches import BatchInputs, RunRef, prepare_batch
 
 
 def saddle_process_from_experiment(exp: Experiment, run: int = 0, **kwargs: Any) -> SaddleProcess:
@@ -25,7 +25,7 @@ def saddle_process_from_experiment(exp: Experiment, run: int = 0, **kwargs: Any)
 
 
 def saddle_process_from_batch(batch: BatchInputs, run: int = 0, **kwargs: Any) -> SaddleProcess:
-    """Algorithm 1 for run ``run`` of a prepared batch (:func:`shallowflow.experiment.prepare_batch`):
+    """Algorithm 1 for run ``run`` of a prepared batch (:func:`shallowflow.training.batches.prepare_batch`):
     its data and unit-scale initial network, so many problems of one shape are set up together."""
     exp = batch.refs[run].experiment
     if exp.kappa != 1.0:

@@ -1,7 +1,7 @@
 """Initialisation schemes: pure functions ``key -> Network`` (docs/math.md §1.2, §2.2, §3.1, §3.7, §4.1).
 
 Every scheme takes a ``jax.random`` key, the width p and the input dimension d (bias coordinate
-included) and returns a :class:`~shallowflow.network.Network`. ``scale`` is the paper's lambda (BF,
+included) and returns a :class:`~shallowflow.model.network.Network`. ``scale`` is the paper's lambda (BF,
 TBLEL) or alpha / epsilon (MMV); ``width_scaling`` divides it by sqrt(p) (BF eq.3, TBLEL App. A).
 
 | scheme          | hidden w_j                               | output a_j                           |
@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
-from shallowflow.network import Network
+from shallowflow.model.network import Network
 
 
 def _rademacher(key: Array, shape: tuple[int, ...], dtype: jnp.dtype) -> Array:

@@ -24,7 +24,7 @@ position of the sample axis in per-run arrays such as the outputs (0: the canoni
   Z = s * Wt and M = s * G, O(n R p) work instead of O(n d R p) (docs/math.md §0.3 fast path).
 - :class:`OneDimInputs`: one input coordinate and a bias, x_i = (x_i, 1), kept sorted: a neuron's
   active set is then a prefix or a suffix of the sorted data, and a step needs no (n, R, p) array
-  at all (:mod:`shallowflow.onedim`, docs/math.md §10): O((n + p) log n) per run instead of O(n p).
+  at all (:mod:`shallowflow.model.onedim`, docs/math.md §10): O((n + p) log n) per run instead of O(n p).
 
 Contractions over an inner dimension of at most 4 (1-D data with a bias, three points) are
 unrolled into elementwise products: XLA's GEMM for such shapes is far slower than the arithmetic.
@@ -254,7 +254,7 @@ ONEDIM_MARGIN = 0.25
 
 class OneDimInputs(NamedTuple):
     """Inputs (x_i, 1) with one coordinate and a bias, for the exact bucketed step of
-    :mod:`shallowflow.onedim` (docs/math.md §10). ``X`` is the data as given, (n, 2) shared or
+    :mod:`shallowflow.model.onedim` (docs/math.md §10). ``X`` is the data as given, (n, 2) shared or
     (R, n, 2) per run (its last column exactly 1); ``xs`` (Rd, n) the sorted x (Rd = 1 shared, R per
     run), ``order`` (Rd, n) the sorting permutation (xs[r, k] = x[order[r, k]]) and ``rank`` its
     inverse. Sample-space arrays of the gradient (Z, the activity, the outputs) are returned in the

@@ -2,7 +2,7 @@
 
 With activity A_i = 1{<x_i, w> > 0} and labels y_i in {-1, +1}: S_+ iff A_i = 1{y_i > 0} for all i,
 S_- iff A_i = 1{y_i < 0} for all i, S_dead iff no A_i (dead takes precedence, then S_+), "other"
-otherwise. The probe ``mmv_cone_counts`` (:mod:`shallowflow.probes`) counts the neurons of each cone
+otherwise. The probe ``mmv_cone_counts`` (:mod:`shallowflow.dynamics.probes`) counts the neurons of each cone
 in this order, along its dimension ``cone`` labelled by :data:`CONE_NAMES`;
 :func:`shallowflow.theory.alignment.cone_membership` returns the codes.
 """

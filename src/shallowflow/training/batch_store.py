@@ -6,7 +6,7 @@ each written atomically (:func:`shallowflow.store.write_netcdf`): a file that is
 and a batch whose file is there is not trained again (its id hashes its runs and their specs).
 What a killed writer left are temporary files (:func:`shallowflow.output.tmp_name`), removed by
 :meth:`BatchStore.clean`. Sweeps keep ``batches/`` in their folder, each batch with its runs'
-grid points (``tag="point"``); reproductions and :func:`shallowflow.training.train` keep the
+grid points (``tag="point"``); reproductions and :func:`shallowflow.training.entry.train` keep the
 Datasets as trained (``tag=None``).
 """
 
@@ -27,7 +27,7 @@ from shallowflow.store import H5_OPTIONS, read_netcdf, write_netcdf
 
 
 class StoredBatch(Protocol):
-    """What the store reads of a batch (:class:`shallowflow.training.Batch`): its id and its
+    """What the store reads of a batch (:class:`shallowflow.training.entry.Batch`): its id and its
     runs' tags."""
 
     @property

@@ -25,7 +25,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, Protocol, TypeVar
 
 from shallowflow.errors import Cancelled, Failure, UserError
-from shallowflow.progress import Bar
+from shallowflow.runtime.progress import Bar
 
 B = TypeVar("B")
 R = TypeVar("R")
@@ -37,7 +37,7 @@ class Executor(Protocol):
     that raises an ``Exception`` gives a :class:`Failure` for its batch, and the other batches
     go on (an interruption, ``KeyboardInterrupt``, stops all of them). ``batches`` may grow
     while the results are consumed: batches appended to it before the next result is asked for
-    are run too (work that depends on earlier results, :func:`shallowflow.training.train_protocols`)."""
+    are run too (work that depends on earlier results, :func:`shallowflow.training.entry.train_protocols`)."""
 
     name: str
 
@@ -176,7 +176,7 @@ class DaskExecutor:
     """Batches run on a dask.distributed cluster at ``address``, or on a local cluster of
     ``workers`` processes bound to loopback, each pinned to its own core group and, on a machine
     with GPUs (``gpus``, default :func:`visible_gpus`), given its own device
-    (:func:`worker_environments`, :class:`shallowflow.dask_worker.WorkerSetup`; found when JAX's
+    (:func:`worker_environments`, :class:`shallowflow.runtime.dask_worker.WorkerSetup`; found when JAX's
     CUDA plugin is installed); by default one worker per GPU, else one per core. Results come
     back as batches finish.
     The cluster is started on first use and kept until :meth:`close` (a reproduction trains
@@ -220,13 +220,13 @@ class DaskExecutor:
         try:
             from dask.distributed import Client, LocalCluster
 
-            from shallowflow.dask_worker import WorkerSetup
+            from shallowflow.runtime.dask_worker import WorkerSetup
         except ImportError as err:  # pragma: no cover
             raise ValueError("executor: 'dask' needs `pip install shallowflow[dask]`") from err
         if self.address is None:
             import dask
 
-            from shallowflow.dask_worker import TRIM_VARIABLE
+            from shallowflow.runtime.dask_worker import TRIM_VARIABLE
 
             if self.gpus is not None:
                 gpus = list(self.gpus)
@@ -234,7 +234,7 @@ class DaskExecutor:
                 gpus = visible_gpus() if jax_has_cuda() else []
             workers = self.workers or len(gpus) or len(available_cores())
             # workers spawned without the nanny's malloc trim setting (3x slower XLA with it:
-            # shallowflow.dask_worker.restore_malloc); kept by the nanny for restarts
+            # shallowflow.runtime.dask_worker.restore_malloc); kept by the nanny for restarts
             with dask.config.set({f"distributed.nanny.pre-spawn-environ.{TRIM_VARIABLE}": None}):
                 self._cluster = LocalCluster(n_workers=workers, threads_per_worker=1,
                                              processes=True, host="127.0.0.1",  # loopback only,

@@ -1,5 +1,6 @@
-"""From validated specs to prepared and trained batches (the training entry point that groups
-runs into batches is :mod:`shallowflow.training`).
+"""From validated specs to prepared batches, and from an engine result to a Dataset (training a
+prepared batch is :mod:`shallowflow.training.batch_run`; the training entry point that groups
+runs into batches is :mod:`shallowflow.training.entry`).
 
 A *run* is identified by (experiment, run index r). Its randomness comes only from keys derived
 from (seed, r), one stream per use: with run key k_r = fold_in(K(seed), r), the data key is
@@ -16,10 +17,7 @@ and are trained together in one vmapped loop.
 from __future__ import annotations
 
 import collections
-import itertools
-import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -28,24 +26,18 @@ import jax.numpy as jnp
 import numpy as np
 import xarray as xr
 
-from shallowflow import certificate
-from shallowflow.activations import Activation
 from shallowflow.config import BATCHABLE, DIGEST, Experiment
 from shallowflow.data.validate import validate_dataset
 from shallowflow.dynamics import (
     EngineConfig,
-    EngineOptions,
     EngineResult,
-    Progress,
-    SaveAt,
-    StopWhen,
     record_schedule,
 )
-from shallowflow.dynamics import simulate as engine_simulate
-from shallowflow.losses import Loss
-from shallowflow.network import Network, add_bias_column
+from shallowflow.dynamics.probes import DIM_LABELS, PROBES
+from shallowflow.model.activations import Activation
+from shallowflow.model.losses import Loss
+from shallowflow.model.network import Network, add_bias_column
 from shallowflow.precision import enable_full_precision, float64
-from shallowflow.probes import DIM_LABELS, PROBES
 
 DATA_STREAM, INIT_STREAM, SGD_STREAM = 0, 1, 2  # key streams of a run (module docstring)
 
@@ -345,170 +337,6 @@ def to_dataset(batch: BatchInputs, result: EngineResult) -> xr.Dataset:
     for name in result.records:
         ds[name].attrs["description"] = PROBES[name].description
     return ds
-
-
-def _run_engine(batch: BatchInputs, level: int = 0,
-                progress: Callable[[int, int], None] | None = None) -> EngineResult:
-    """Train the batch at step lr / 2^level, recording at the same flow times. ``progress(done,
-    total)`` is called after each compiled segment; an exception it raises ends the training."""
-    exp = batch.refs[0].experiment
-    cfg = engine_config(exp, exp.train.lr / 2**level)
-    return engine_simulate(
-        cfg, batch.net0, batch.X, batch.y, saveat=SaveAt(batch.schedule * 2**level),
-        stop=StopWhen(loss=batch.stop_loss, grad=batch.stop_grad, seconds=exp.train.max_seconds),
-        options=EngineOptions(span=batch.span, skip_dead=exp.train.skip_dead),
-        keys=batch.keys, log_scale=batch.log_scale, progress=Progress(report=progress))
-
-
-def run_batch(batch: BatchInputs,
-              progress: Callable[[int, int], None] | None = None) -> xr.Dataset:
-    """Train a prepared batch and return its Dataset, with the certificates its ``train``
-    options ask for (:data:`CERTIFICATES`) and its end states. A certificate's reference runs
-    depend on the batch alone; those marked ``beside`` run in a thread while the batch trains.
-    The reruns stop at their next segment when the batch fails, or when ``progress`` raises
-    (the caller stops: :class:`~shallowflow.executors.LocalExecutor`); they report the batch's
-    last position to it, so the bar shows the batch."""
-    stopped = threading.Event()
-    last = [0, 0]  # the batch's last (done, total) steps
-
-    def batch_progress(done: int, total: int) -> None:
-        last[:] = done, total
-        if progress is not None:
-            progress(done, total)
-
-    def rerun_progress(done: int, total: int) -> None:
-        if stopped.is_set():
-            raise _Stopped
-        if progress is not None:
-            progress(*last)
-
-    with ThreadPoolExecutor(1, thread_name_prefix="shallowflow-certificate") as pool:
-        early = [pool.submit(c.reference, batch, rerun_progress) if c.beside else None
-                 for c in CERTIFICATES]
-        try:
-            result = _run_engine(batch, 0, batch_progress)
-        except BaseException:  # a failure or an interrupt: the reruns stop at their next segment
-            stopped.set()
-            raise
-        ds = to_dataset(batch, result)
-        for c, future in zip(CERTIFICATES, early, strict=True):
-            reference = c.reference(batch, rerun_progress) if future is None else future.result()
-            ds = c.attach(ds, batch, result, reference)
-    return end_states(ds, batch)
-
-
-class _Stopped(Exception):
-    """The batch failed or was interrupted: the certificate reruns beside it stop."""
-
-
-def end_states(ds: xr.Dataset, batch: BatchInputs) -> xr.Dataset:
-    """Polish (``train.polish``) and certify (``train.certify_end``) each run's end point
-    (:func:`shallowflow.stationary.certify_dataset`, docs/math.md §9.5-9.6): adds
-    ``a_polished``, ``W_polished``, ``end_polish_*`` and the verdict ``end_label``,
-    ``end_reason``, ``end_*`` numbers. A no-op when neither is asked for."""
-    train = batch.refs[0].experiment.train
-    if train.polish == "none" and not train.certify_end:
-        return ds
-    from shallowflow.stationary import certify_dataset  # scipy: only when asked for
-
-    end = certify_dataset(ds, batch.X, batch.y,
-                          polish_method=None if train.polish == "none" else train.polish,
-                          judge=train.certify_end)
-    return ds.merge(end, combine_attrs="drop_conflicts")
-
-
-def step_reruns(batch: BatchInputs,
-                progress: Callable[[int, int], None] | None = None) -> list[EngineResult] | None:
-    """With ``train.certify`` = 1 or 2: the batch rerun at lr/2 (and lr/4), else None."""
-    levels = batch.refs[0].experiment.train.certify
-    return [_run_engine(batch, k, progress) for k in range(1, levels + 1)] if levels else None
-
-
-def certify_step(ds: xr.Dataset, batch: BatchInputs, result: EngineResult,
-                 reruns: list[EngineResult] | None) -> xr.Dataset:
-    """Attach the step-size certificate (:mod:`shallowflow.certificate`, docs/math.md §8.10)
-    from the batch's ``result`` and its :func:`step_reruns` (None: not asked for)."""
-    if reruns is None:
-        return ds
-    levels = len(reruns)
-    runs = [result, *reruns]
-    abs_d, rel_d, by_probe = [], [], []
-    for coarse, fine in itertools.pairwise(runs):
-        a, r, per = certificate.distances(coarse.records, fine.records)
-        abs_d.append(a)
-        rel_d.append(r)
-        by_probe.append(per)
-    names = list(by_probe[0])
-    tol = batch.refs[0].experiment.train.certify_tol
-    rel = np.stack(rel_d, axis=1)
-    ds = ds.assign_coords(refinement=[f"lr/{2**k} vs lr/{2**(k + 1)}" for k in range(levels)],
-                          certified_probe=names)
-    ds["certificate_abs"] = (("run", "refinement"), np.stack(abs_d, axis=1))
-    ds["certificate_rel"] = (("run", "refinement"), rel)
-    ds["certificate_rel_by_probe"] = (
-        ("run", "refinement", "certified_probe"),
-        np.stack([np.stack([p[n] for n in names], axis=1) for p in by_probe], axis=1))
-    ds.attrs["certificate"] = certificate.verdict(rel, tol)
-    if tol is not None:
-        ds["certified"] = ("run", rel[:, 0] <= tol)
-    return ds
-
-
-def precision_reruns(batch: BatchInputs,
-                     progress: Callable[[int, int], None] | None = None) -> EngineResult | None:
-    """With ``train.certify_precision`` = k (a float32 batch): its first k runs trained in
-    float64, from the float64 data and networks the batch was rounded from; else None."""
-    k = min(batch.refs[0].experiment.train.certify_precision, len(batch.refs))
-    if not k:
-        return None
-    refs = [RunRef(r.experiment.with_train(dtype="float64", certify_precision=0,
-                                           certify_precision_tol=None, certify=0,
-                                           certify_tol=None), r.index)
-            for r in batch.refs[:k]]  # each run its own experiment: seeds, scales may differ
-    return _run_engine(prepare_batch(refs, batch.drawn), 0, progress)
-
-
-def certify_precision(ds: xr.Dataset, batch: BatchInputs, result: EngineResult,
-                      reference: EngineResult | None) -> xr.Dataset:
-    """Attach, per run, ``precision_abs``, ``precision_rel`` and ``precision_rel_by_probe``: the
-    distances of the float32 records to the float64 ``reference`` (:func:`precision_reruns`;
-    None: not asked for) of the first k runs, NaN for the others (the verdict over all batches
-    of an experiment: :func:`shallowflow.certificate.precision_verdict`; docs/math.md §8.13)."""
-    if reference is None:
-        return ds
-    k = reference.initial.a.shape[0]  # the runs rerun
-    sampled = {name: values[:k] for name, values in result.records.items()}
-    abs_k, rel_k, by_probe = certificate.distances(sampled, reference.records)
-    R, names = len(batch.refs), list(by_probe)
-
-    def padded(values: np.ndarray) -> np.ndarray:  # NaN for the runs not rerun
-        return np.concatenate([values, np.full((R - k, *values.shape[1:]), np.nan)])
-
-    ds = ds.assign_coords(certified_probe=names)
-    ds["precision_abs"] = ("run", padded(abs_k))
-    ds["precision_rel"] = ("run", padded(rel_k))
-    ds["precision_rel_by_probe"] = (("run", "certified_probe"),
-                                    padded(np.stack([by_probe[n] for n in names], axis=1)))
-    return ds
-
-
-class Certificate(NamedTuple):
-    """A certificate of a trained batch: ``reference(batch, progress)``, the reruns it compares
-    the batch with (a function of the batch alone; None where its ``train`` option is off;
-    ``progress`` is their step callback), and ``attach(ds, batch, result, reference)``.
-    ``beside``: the reference runs in a thread while the batch trains (a few runs beside a
-    batch's many), else after it (a whole batch again)."""
-
-    reference: Callable[[BatchInputs, Callable[[int, int], None] | None], Any]
-    attach: Callable[[xr.Dataset, BatchInputs, EngineResult, Any], xr.Dataset]
-    beside: bool
-
-
-CERTIFICATES: tuple[Certificate, ...] = (
-    Certificate(step_reruns, certify_step, beside=False),
-    Certificate(precision_reruns, certify_precision, beside=True))
-"""What :func:`run_batch` attaches to a trained batch, each a no-op unless its ``train`` options
-ask for it."""
 
 
 def batch_data(batch: BatchInputs) -> xr.Dataset:

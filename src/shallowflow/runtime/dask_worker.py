@@ -1,5 +1,5 @@
 """What each Dask worker process does when it starts (needs the ``dask`` extra; imported by
-:class:`shallowflow.executors.DaskExecutor` only)."""
+:class:`shallowflow.runtime.executors.DaskExecutor` only)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def restore_malloc() -> bool:
 class WorkerSetup(WorkerPlugin):
     """Run in each Dask worker process when it starts (and again when a killed worker is
     restarted), before any task: set its variables ``environments[name % len(environments)]``
-    (its GPU: :func:`shallowflow.executors.worker_environments`), pin the process to its core
+    (its GPU: :func:`shallowflow.runtime.executors.worker_environments`), pin the process to its core
     group ``groups[name % len(groups)]``
     (local clusters, whose workers are named 0, 1, ...; XLA sizes its thread pool by the cores
     the process may use, so processes x threads = cores) and keep compiled programs in the
@@ -54,7 +54,7 @@ class WorkerSetup(WorkerPlugin):
         self.malloc_restored = False
 
     def setup(self, worker: Any) -> None:
-        from shallowflow import compile_cache
+        from shallowflow.runtime import compile_cache
 
         index = int(worker.name) if str(worker.name).isdigit() else 0
         if self.environments:  # before JAX starts its backend here (at the first task)

@@ -11,10 +11,10 @@ upper bound: linear + geometric + explicit points), S steps and b bytes per numb
 
 where s is the number of values a record holds per run (the recorded probes' sizes). The memory
 needed is the sum of the largest working sets of the batches trained at once
-(:data:`~shallowflow.executors.IN_FLIGHT`) plus twice the results held in memory (``hold``: training that
-returns its results; a sweep writes each batch and holds none) plus the Python objects that plan
-the runs (:data:`PLAN_BYTES_PER_RUN` each) and a fixed allowance for the runtime; the disk needed
-is the results. docs/architecture.md, "Before any work".
+(:data:`~shallowflow.runtime.executors.IN_FLIGHT`) plus twice the results held in memory (``hold``:
+training that returns its results; a sweep writes each batch and holds none) plus the Python objects
+that plan the runs (:data:`PLAN_BYTES_PER_RUN` each) and a fixed allowance for the runtime; the disk
+needed is the results. docs/architecture.md, "Before any work".
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from shallowflow.dynamics.probes import DIM_LABELS, PROBES
 from shallowflow.errors import ResourceError, human
-from shallowflow.executors import IN_FLIGHT
-from shallowflow.probes import DIM_LABELS, PROBES
+from shallowflow.runtime.executors import IN_FLIGHT
 
 if TYPE_CHECKING:
     from shallowflow.config import Experiment

@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from shallowflow.activations import RELU, Activation
 from shallowflow.dynamics.lognorm import LOGNORM
 from shallowflow.dynamics.parametrisation import Parametrisation
 from shallowflow.dynamics.plain import PLAIN
-from shallowflow.losses import Loss
-from shallowflow.probes import DEFAULT_PROBES, PROBES
+from shallowflow.dynamics.probes import DEFAULT_PROBES, PROBES
+from shallowflow.model.activations import RELU, Activation
+from shallowflow.model.losses import Loss
 
 PARAMETRISATIONS: dict[str, Parametrisation] = {c.name: c for c in (PLAIN, LOGNORM)}
 
@@ -35,7 +35,7 @@ class EngineConfig:
     parametrisation: str = "plain"  # a key of PARAMETRISATIONS
     tied_balance: bool = False  # a_j = s_j ||w_j|| exactly (parametrisations that offer it)
     activity_mask: bool = False
-    onedim: bool = False  # inputs (x, 1): the exact bucketed step (shallowflow.onedim, math.md §10)
+    onedim: bool = False  # inputs (x, 1): the exact bucketed step (shallowflow.model.onedim, math.md §10)
 
     @property
     def coordinates(self) -> Parametrisation:

@@ -14,7 +14,7 @@ the 1/(2n) square loss g_i = -r_i/n, which is docs/math.md §0.3's formula. The 
 not autodiffed, so that sigma'(0) = 0 holds exactly, and one step costs two matmuls (4 n d p flops).
 
 :func:`batch_loss_and_gradient` is the one dense implementation, for R runs at once in the engine's
-layout (a (R, p), Wt (d, R, p); see :mod:`shallowflow.inputs`); :func:`loss_and_gradient` is its
+layout (a (R, p), Wt (d, R, p); see :mod:`shallowflow.model.inputs`); :func:`loss_and_gradient` is its
 single-network form. A hidden bias is an appended constant input coordinate (:func:`add_bias_column`).
 """
 
@@ -26,9 +26,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from shallowflow.activations import Activation
-from shallowflow.inputs import Inputs, SharedInputs
-from shallowflow.losses import Loss
+from shallowflow.model.activations import Activation
+from shallowflow.model.inputs import Inputs, SharedInputs
+from shallowflow.model.losses import Loss
 
 
 class Network(NamedTuple):
@@ -74,8 +74,8 @@ def batch_loss_and_gradient(
     (n, R, p): persistent activity mask; a pair outside it is inactive (ReLU only). Sample-space
     arrays are computed in the inputs' native order (``inputs.sample_axis``) and returned in the
     canonical one; conversions nobody uses are removed by the compiler. One-dimensional inputs
-    with a bias (:class:`~shallowflow.inputs.OneDimInputs`) have their own exact step,
-    :func:`shallowflow.onedim.batch_loss_and_gradient`; the engine chooses between the two
+    with a bias (:class:`~shallowflow.model.inputs.OneDimInputs`) have their own exact step,
+    :func:`shallowflow.model.onedim.batch_loss_and_gradient`; the engine chooses between the two
     (:func:`shallowflow.dynamics.gradient.batch_loss_and_gradient`).
     """
     sa, na = inputs.sample_axis, inputs.neuron_axis  # in per-run arrays (n, R) / Z-shaped ones

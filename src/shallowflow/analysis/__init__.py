@@ -1,0 +1,2 @@
+"""Measurements on recorded results: norms and directions, curves, fits (docs/architecture.md,
+"Rooms")."""

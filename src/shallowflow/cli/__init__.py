@@ -1,0 +1,2 @@
+"""The command line: the commands (:mod:`shallowflow.cli.commands`) and the process they run in
+(:mod:`shallowflow.cli.process`: signals, the one error guard, exit codes)."""

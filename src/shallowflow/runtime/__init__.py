@@ -1,0 +1,2 @@
+"""The runtime: where batches run (executors, Dask workers), progress, and the compilation cache
+(docs/architecture.md, "Rooms")."""
