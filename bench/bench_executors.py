@@ -73,7 +73,7 @@ def _rss_mb() -> float:
 @contextlib.contextmanager
 def _one_core() -> Iterator[None]:
     """This process (and the workers it spawns meanwhile) on its first core only."""
-    from shallowflow.runtime.executors import available_cores
+    from shallowflow.machine import available_cores
 
     cores = available_cores()
     setter = getattr(os, "sched_setaffinity", None)

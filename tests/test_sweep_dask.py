@@ -263,7 +263,8 @@ def test_workers_run_without_the_nannys_malloc_trim(monkeypatch):
 def test_gpus_are_found_without_jax_and_shared_fairly(monkeypatch, tmp_path):
     """GPUs come from CUDA_VISIBLE_DEVICES, else from `nvidia-smi -L` (a stand-in script here),
     else none; each worker gets one, round-robin, and shared devices are not pre-allocated."""
-    from shallowflow.runtime.executors import visible_gpus, worker_environments
+    from shallowflow.machine import visible_gpus
+    from shallowflow.runtime.executors import worker_environments
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2, 5")
     assert visible_gpus() == ["2", "5"]

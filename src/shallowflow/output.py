@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from shallowflow.errors import OutputError, ResourceError, human
+from shallowflow.machine import free_disk
 
 MARKER = ".shallowflow"
 """The marker file of a folder shallowflow made: JSON ``{"made_by": "shallowflow", "kind":
@@ -193,7 +194,7 @@ def check_output_dir(out: str | Path, overwrite: bool = False, need: float = 0.0
 def check_disk(folder: Path, need: float, force: bool = False) -> None:
     """Refuse writing about ``need`` bytes under ``folder`` (an existing folder) when its file
     system has less free space, unless ``force``."""
-    free = shutil.disk_usage(folder).free
+    free = free_disk(folder)
     if need > free and not force:
         raise ResourceError(
             f"out: the results need about {human(need)}, {str(folder)!r} has {human(free)} free; "

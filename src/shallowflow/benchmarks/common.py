@@ -14,28 +14,15 @@ from typing import Any
 
 import numpy as np
 
+from shallowflow.machine import available_cores, processor_model
+
 DEFAULT_OUT = Path("bench-results")
 """Where raw numbers go by default: a folder of the current directory (never the package)."""
 
 
 def cpu_count() -> int:
-    """Cores this process may use (affinity-aware where the OS tells)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
-def cpu_model() -> str:
-    """The CPU's model name (from /proc/cpuinfo on Linux, else platform.processor())."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+    """Cores this process may use (:func:`shallowflow.machine.available_cores`)."""
+    return len(available_cores())
 
 
 def load_average() -> tuple[float, float, float] | None:
@@ -106,7 +93,7 @@ def machine_info() -> dict[str, Any]:
     info: dict[str, Any] = {
         "platform": platform.platform(),
         "machine": platform.machine(),
-        "cpu": cpu_model(),
+        "cpu": processor_model(),
         "cpu_count": cpu_count(),
         "python": platform.python_version(),
         "numpy": np.__version__,

@@ -28,6 +28,7 @@ from jax import Array, lax
 from shallowflow.dynamics.engine_config import EngineConfig
 from shallowflow.dynamics.state import EngineState, Reference, Stop, run_axis
 from shallowflow.dynamics.step import segment_body
+from shallowflow.machine import available_cores
 from shallowflow.model.inputs import (
     SMALL,
     DiagonalInputs,
@@ -36,7 +37,6 @@ from shallowflow.model.inputs import (
     PerRunInputs,
     SharedInputs,
 )
-from shallowflow.runtime.executors import available_cores
 
 # XLA:CPU hands elementwise work and reductions to the YNNPACK library by default; for the
 # unrolled small contractions (d or n <= 4) and diagonal inputs that is 3-7x slower than XLA's own

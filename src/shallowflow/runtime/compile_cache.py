@@ -10,26 +10,13 @@ cache is kept per machine type: ``<root>/<machine>``, root ``$SHALLOWFLOW_CACHE_
 
 from __future__ import annotations
 
-import hashlib
 import os
-import platform
 from pathlib import Path
+
+from shallowflow.machine import machine_type
 
 ENV = "SHALLOWFLOW_CACHE_DIR"
 MIN_COMPILE_S = 0.0  # every program: the many small ones add up to a second of start-up
-
-
-def machine_type() -> str:
-    """A name for this machine's instruction set: the architecture and a hash of the processor
-    model and feature flags (Linux ``/proc/cpuinfo``; elsewhere ``platform.processor()``)."""
-    text = platform.processor()
-    try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-    except OSError:
-        lines = []
-    wanted = [ln for ln in lines if ln.split(":")[0].strip() in ("model name", "flags", "Features")]
-    text += "\n".join(dict.fromkeys(wanted))  # each distinct line once (one per core otherwise)
-    return f"{platform.machine() or 'unknown'}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
 
 
 def folder() -> Path | None:

@@ -16,15 +16,13 @@ processes (a module-level function or a ``functools.partial`` of one).
 
 from __future__ import annotations
 
-import importlib.metadata
-import os
-import subprocess
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, Protocol, TypeVar
 
 from shallowflow.errors import Cancelled, Failure, UserError
+from shallowflow.machine import available_cores, jax_has_cuda, visible_gpus
 from shallowflow.runtime.progress import Bar
 
 B = TypeVar("B")
@@ -116,12 +114,6 @@ class LocalExecutor:
                 raise
 
 
-def available_cores() -> list[int]:
-    """The cores this process may run on (``os.sched_getaffinity``, else all of them)."""
-    get = getattr(os, "sched_getaffinity", None)
-    return sorted(get(0)) if get else list(range(os.cpu_count() or 1))
-
-
 def core_groups(workers: int, cores: Sequence[int] | None = None) -> list[list[int]]:
     """``cores`` (default :func:`available_cores`) split into ``workers`` groups of consecutive
     cores, sizes differing by at most one (a worker per group, so processes x threads = cores).
@@ -136,28 +128,6 @@ def core_groups(workers: int, cores: Sequence[int] | None = None) -> list[list[i
         groups.append(cores[start:end])
         start = end
     return groups
-
-
-def jax_has_cuda() -> bool:
-    """Whether JAX's CUDA plugin is installed (``pip install jax[cuda12]``), found without
-    starting JAX."""
-    return any(d.metadata["Name"].lower().replace("_", "-").startswith("jax-cuda")
-               for d in importlib.metadata.distributions())
-
-
-def visible_gpus() -> list[str]:
-    """The NVIDIA GPUs local workers may be given, found without starting JAX in this process:
-    the entries of ``CUDA_VISIBLE_DEVICES`` when it is set, else one index per ``GPU`` line of
-    ``nvidia-smi -L`` (none where that program is missing or fails)."""
-    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if listed is not None:
-        return [g.strip() for g in listed.split(",") if g.strip() and g.strip() != "-1"]
-    try:
-        text = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10,
-                              check=True).stdout
-    except (OSError, subprocess.SubprocessError):
-        return []
-    return [str(k) for k, _ in enumerate(ln for ln in text.splitlines() if ln.startswith("GPU"))]
 
 
 def worker_environments(workers: int, gpus: Sequence[str]) -> list[dict[str, str]]:

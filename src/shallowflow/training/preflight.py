@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import heapq
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from shallowflow.dynamics.probes import DIM_LABELS, PROBES
 from shallowflow.errors import ResourceError, human
+from shallowflow.machine import available_memory
 from shallowflow.runtime.executors import IN_FLIGHT
 
 if TYPE_CHECKING:
@@ -94,35 +93,6 @@ def estimate(jobs: Sequence[tuple[Experiment, int]], max_batch: int = 4096,
         flops += 4.0 * n * d * p * steps * sampled
     in_flight = sum(heapq.nlargest(IN_FLIGHT, workings))  # the batches trained at once
     return Estimate(RUNTIME_BYTES + planned + in_flight + (2 * held if hold else 0), disk, flops)
-
-
-def _read_int(path: str) -> int | None:
-    try:
-        text = Path(path).read_text().strip()
-    except OSError:
-        return None
-    return int(text) if text.isdigit() else None
-
-
-def available_memory() -> float:
-    """Bytes of RAM this process can still use: MemAvailable, capped by a cgroup limit."""
-    free = None
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                free = float(line.split()[1]) * 1024
-    except OSError:
-        pass
-    if free is None:
-        try:
-            free = float(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-        except (ValueError, OSError, AttributeError):
-            return math.inf
-    limit = _read_int("/sys/fs/cgroup/memory.max")
-    used = _read_int("/sys/fs/cgroup/memory.current")
-    if limit is not None and used is not None:
-        free = min(free, float(limit - used))
-    return free
 
 
 def check_memory(est: Estimate, force: bool = False) -> None:
