@@ -89,6 +89,7 @@ def world(d: Path) -> None:
         "base_missing": 'base = "nope.toml"\n[grid]\n"model.width" = [2]\n',
         "base_number": 'base = 3\n[grid]\n"model.width" = [2]\n',
         "grid_table": 'base = "exp.toml"\ngrid = 3\n',
+        "grid_bool": 'base = "exp.toml"\n[grid]\n"model.width" = [2, true]\n',
     }.items():
         (d / f"sw_{name}.toml").write_text(text)
 
@@ -283,6 +284,14 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("config-yaml-tag", ["run", "{d}/tag.yaml", "--out", "{out}"], ["config", "tag.yaml"]),
     ("config-json", ["run", "{d}/exp.json", "--out", "{out}"], ["config", ".json"]),
     ("config-empty", ["run", "{d}/empty.toml", "--out", "{out}"], ["data", "required"]),
+    # ---- booleans are not numbers (issue 32: runs=true trained one run)
+    ("bool-runs", run_set("runs=true"), ["runs", "true/false", "got true"]),
+    ("bool-width", run_set("model.width=true"), ["model.width", "true/false"]),
+    ("bool-seed", run_set("seed=false"), ["seed", "true/false", "got false"]),
+    ("bool-record-every", run_set("record.every=true"), ["record.every", "true/false"]),
+    ("bool-lr", run_set("train.lr=true"), ["train.lr", "true/false"]),
+    ("bool-sweep-grid", ["sweep", "{d}/sw_grid_bool.toml", "--out", "{out}"],
+     ["model.width", "true/false"]),
     ("yaml-bad-set", ["run", "{d}/exp.yaml", "--out", "{out}", "--set", "model.width=0"],
      ["model.width", "got 0"]),
     # ---- output locations

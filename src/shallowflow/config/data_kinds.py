@@ -18,15 +18,15 @@ from shallowflow.config.spec_types import (
     MAX_SEED,
     FloatArray,
     Range,
+    StrictModel,
     _check_range,
     _Loaded,
     _registry,
-    _Strict,
 )
 from shallowflow.data.mnist import load_mnist_pair
 
 
-class _DataBase(_Strict):
+class _DataBase(StrictModel):
     """A data kind: its fields, its shape (n, d) without generating it, and its generator
     ``key -> (X (n, d), y (n,))`` (bias column not included)."""
 

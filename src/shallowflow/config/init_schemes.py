@@ -16,12 +16,12 @@ from pydantic import Field, PrivateAttr, model_validator
 from shallowflow import data as datagen
 from shallowflow.config.data_kinds import _DataBase
 from shallowflow.config.model_spec import ModelSpec
-from shallowflow.config.spec_types import ConfigError, FloatArray, _Loaded, _registry, _Strict
+from shallowflow.config.spec_types import ConfigError, FloatArray, StrictModel, _Loaded, _registry
 from shallowflow.model import initialisation as inits
 from shallowflow.model.network import Network
 
 
-class _InitBase(_Strict):
+class _InitBase(StrictModel):
     """An initialisation scheme: its fields and ``draw(key, p, X, y) -> Network`` (one run)."""
 
     given: ClassVar[bool] = False

@@ -6,10 +6,10 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from shallowflow.config.spec_types import _Strict
+from shallowflow.config.spec_types import StrictModel
 
 
-class ModelSpec(_Strict):
+class ModelSpec(StrictModel):
     """h(x) = kappa sum_j a_j sigma(<w_j, x>) (docs/math.md §0.3)."""
 
     width: int = Field(gt=0, description="number of hidden neurons p")

@@ -6,11 +6,11 @@ from typing import Annotated
 
 from pydantic import Field, model_validator
 
-from shallowflow.config.spec_types import _Strict
+from shallowflow.config.spec_types import StrictModel
 from shallowflow.dynamics.probes import DEFAULT_PROBES, PROBES
 
 
-class RecordSpec(_Strict):
+class RecordSpec(StrictModel):
     """When and what to record: the union of a linear (``every``) schedule, a geometric
     (``points``) one and explicit lists of steps (``at_steps``) and flow times (``at_times``,
     rounded to the nearest step); step 0 and the last step are always recorded, entries past

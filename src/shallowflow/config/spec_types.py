@@ -5,10 +5,18 @@ from __future__ import annotations
 
 import hashlib
 import sys
-from typing import Annotated, Any, get_args
+import types
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import numpy as np
-from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, SerializationInfo
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    PlainSerializer,
+    SerializationInfo,
+    model_validator,
+)
 
 from shallowflow.errors import UserError
 
@@ -51,10 +59,38 @@ class ConfigError(UserError):
     one per line."""
 
 
-class _Strict(BaseModel):
-    """Unknown keys and non-finite floats (inf, nan) are refused; specs are immutable."""
+def admits_bool(annotation: Any) -> bool:
+    """Whether a field of this type takes true/false (bool itself, a Literal of booleans, Any, or
+    a union holding one of them); a number field does not."""
+    if annotation is bool or annotation is Any:
+        return True
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Literal:
+        return any(isinstance(a, bool) for a in args)
+    if origin is Annotated:
+        return admits_bool(args[0])
+    if origin is Union or origin is types.UnionType:
+        return any(admits_bool(a) for a in args)
+    return False
+
+
+class StrictModel(BaseModel):
+    """Unknown keys, non-finite floats (inf, nan) and true/false where a number or a word is
+    asked for (``runs = true`` is not one run) are refused; specs are immutable."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_booleans_as_numbers(cls, values: Any) -> Any:
+        if isinstance(values, dict):
+            for name, value in values.items():
+                field = cls.model_fields.get(name)
+                if isinstance(value, bool) and field is not None \
+                        and not admits_bool(field.annotation):
+                    raise ValueError(f"{name}: must be a number or a word, not true/false (got "
+                                     f"{str(value).lower()})")
+        return values
 
 
 class _Loaded:

@@ -7,10 +7,10 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from shallowflow.config.spec_types import _Strict
+from shallowflow.config.spec_types import StrictModel
 
 
-class TrainSpec(_Strict):
+class TrainSpec(StrictModel):
     """theta <- theta - lr * T * grad L; one step is ``lr`` units of flow time (docs/math.md §0.3)."""
 
     loss: Literal["square", "mse", "exponential", "logistic"] = "square"

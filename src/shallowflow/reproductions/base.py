@@ -23,20 +23,20 @@ from pathlib import Path
 from typing import Any
 
 import xarray as xr
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
-from shallowflow.config import ConfigError, format_validation_error, split_override
+from shallowflow.config import ConfigError, StrictModel, format_validation_error, split_override
 from shallowflow.reproductions.claims import Claim
 from shallowflow.training.entry import Trainer
 
 RESULTS = "results.nc"
 
 
-class Params(BaseModel):
-    """Base of every reproduction's parameter model: unknown keys refused, values frozen. Give
-    each field a ``Field(..., description=...)`` line and its allowed range."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class Params(StrictModel):
+    """Base of every reproduction's parameter model: unknown keys, non-finite numbers and
+    true/false where a number is asked for refused, values frozen
+    (:class:`~shallowflow.config.StrictModel`). Give each field a ``Field(...,
+    description=...)`` line and its allowed range."""
 
 
 @dataclass(frozen=True)
