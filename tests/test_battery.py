@@ -67,6 +67,13 @@ def world(d: Path) -> None:
     (d / "list.yaml").write_text("- 1\n- 2\n")
     (d / "tag.yaml").write_text("data: !!python/object/apply:os.system ['true']\n")
     (d / "exp.json").write_text("{}")
+    (d / "dup.yaml").write_text("runs: 2\nruns: 3\n" + (d / "exp.yaml").read_text())
+    levels = ["a: &a [x, x, x, x, x, x, x, x, x]"] + [  # 9^10 strings once expanded
+        f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]" for p, n in zip("abcdefghi", "bcdefghij",
+                                                                 strict=True)]
+    (d / "bomb.yaml").write_text("\n".join(levels) + "\n")
+    (d / "alias_sweep.yaml").write_text("base: exp.toml\ngrid: {model.width: &w [2, 3]}\n"
+                                        "other: *w\n")
     (d / "empty.toml").write_text("")
     (d / "folder.toml").mkdir()
     (d / "afile").write_text("not a folder")
@@ -292,6 +299,12 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("bool-lr", run_set("train.lr=true"), ["train.lr", "true/false"]),
     ("bool-sweep-grid", ["sweep", "{d}/sw_grid_bool.toml", "--out", "{out}"],
      ["model.width", "true/false"]),
+    ("yaml-duplicate-key", ["run", "{d}/dup.yaml", "--out", "{out}"],
+     ["config", "dup.yaml", "duplicate key 'runs'", "line 2"]),
+    ("yaml-alias-bomb", ["run", "{d}/bomb.yaml", "--out", "{out}"],
+     ["config", "bomb.yaml", "aliases", "not allowed"]),
+    ("yaml-alias-sweep", ["sweep", "{d}/alias_sweep.yaml", "--out", "{out}"],
+     ["sweep", "alias_sweep.yaml", "aliases"]),
     ("yaml-bad-set", ["run", "{d}/exp.yaml", "--out", "{out}", "--set", "model.width=0"],
      ["model.width", "got 0"]),
     # ---- output locations
