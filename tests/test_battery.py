@@ -67,6 +67,7 @@ def world(d: Path) -> None:
     (d / "list.yaml").write_text("- 1\n- 2\n")
     (d / "tag.yaml").write_text("data: !!python/object/apply:os.system ['true']\n")
     (d / "exp.json").write_text("{}")
+    (d / "longdur.toml").write_text(EXP.replace("steps = 5", "duration = 1e12"))
     (d / "dup.yaml").write_text("runs: 2\nruns: 3\n" + (d / "exp.yaml").read_text())
     levels = ["a: &a [x, x, x, x, x, x, x, x, x]"] + [  # 9^10 strings once expanded
         f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]" for p, n in zip("abcdefghi", "bcdefghij",
@@ -305,6 +306,10 @@ CASES: list[tuple[str, list[str], list[str]]] = [
      ["config", "bomb.yaml", "aliases", "not allowed"]),
     ("yaml-alias-sweep", ["sweep", "{d}/alias_sweep.yaml", "--out", "{out}"],
      ["sweep", "alias_sweep.yaml", "aliases"]),
+    ("steps-beyond-finishing", run_set("train.steps=9223372036854775807"),
+     ["train.steps", "at most 1e+11", "9223372036854775807"]),
+    ("duration-beyond-finishing", ["run", "{d}/longdur.toml", "--out", "{out}"],
+     ["train.duration", "at most 1e+11", "1e+13"]),
     ("yaml-bad-set", ["run", "{d}/exp.yaml", "--out", "{out}", "--set", "model.width=0"],
      ["model.width", "got 0"]),
     # ---- output locations

@@ -65,6 +65,12 @@ class TrainSpec(StrictModel):
     def _consistent(self) -> TrainSpec:
         if (self.steps is None) == (self.duration is None):
             raise ValueError("steps/duration: give exactly one of train.steps or train.duration")
+        if self.n_steps > MAX_STEPS:
+            given = (f"got {self.steps}" if self.steps is not None else
+                     f"duration / lr gives {self.n_steps:.3g}")
+            raise ValueError(f"{'steps' if self.steps is not None else 'duration'}: at most "
+                             f"{MAX_STEPS:.0e} steps, more than a day at a microsecond a step "
+                             f"({given}); ask for fewer steps")
         if isinstance(self.time_scale, float) and not self.time_scale > 0:
             raise ValueError(f"time_scale: must be > 0 or 'width', got {self.time_scale}")
         if self.optimizer == "sgd" and self.batch_size is None:
@@ -100,6 +106,10 @@ class TrainSpec(StrictModel):
             return self.steps
         return math.ceil(self.duration / self.lr - 1e-9)  # type: ignore[operator]
 
+
+MAX_STEPS = 10**11
+"""The most steps a run may ask for: 10^11 steps take more than a day at a microsecond a step,
+faster than the engine steps any network (a count beyond it can never finish)."""
 
 CLASSIFICATION_LOSSES = ("exponential", "logistic")
 """Losses of a margin y h(x): their labels must be +1 or -1 (docs/math.md §4.1)."""
