@@ -78,6 +78,7 @@ def world(d: Path) -> None:
     (d / "empty.toml").write_text("")
     (d / "folder.toml").mkdir()
     (d / "afile").write_text("not a folder")
+    (d / "afile.png").write_bytes(b"precious")
     (d / "existing").mkdir()
     (d / "existing" / "keep.txt").write_text("precious")
     run_like(d / "runlike")
@@ -434,6 +435,10 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("animate-existing", ["animate", "{d}/runlike", "--out", "{d}/afile"],
      ["afile", "--overwrite"]),
     # ---- plot, bench
+    ("plot-out-exists", ["plot", "{d}/runlike", "--out", "{d}/afile.png"],
+     ["--out", "afile.png", "--overwrite"]),
+    ("animate-fps-too-high", ["animate", "{d}/runlike", "--fps", "1e9"],
+     ["fps", "50", "1000000000"]),
     ("plot-not-run", ["plot", "{d}/existing"], ["run", "existing", "results.nc"]),
     ("plot-missing", ["plot", "{d}/nope"], ["run", "nope"]),
     ("bench-unknown", ["bench", "nope"], ["nope"]),

@@ -112,11 +112,17 @@ def write_run(folder: Path, ds: xr.Dataset, data: xr.Dataset, config_toml: str,
     write_text(folder / "provenance.json", json.dumps(prov, indent=2, default=str) + "\n")
 
 
-def load_run(folder: str | Path) -> xr.Dataset:
-    """Load a run directory as one Dataset: probes, status, parameters and data (X, y)."""
+def check_run_folder(folder: str | Path) -> Path:
+    """``folder`` if it holds a run's results, else the error that says so (before any work)."""
     folder = Path(folder)
     if not (folder / "results.nc").is_file():
         raise FileNotFoundError(f"run: {str(folder)!r} holds no results.nc; is it a run folder?")
+    return folder
+
+
+def load_run(folder: str | Path) -> xr.Dataset:
+    """Load a run directory as one Dataset: probes, status, parameters and data (X, y)."""
+    folder = check_run_folder(folder)
     parts = [read_netcdf(folder / "results.nc")]
     for name in ("params.nc", "data.nc"):
         if (folder / name).is_file():

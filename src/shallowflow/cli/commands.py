@@ -285,15 +285,16 @@ def plot(
     = "loss,pl_curvature,balance_drift",
     target: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--out", help="PNG file (default RUN_DIR/probes.png)")] = None,
+    overwrite: Annotated[bool, typer.Option(help="replace an existing file")] = False,
 ) -> None:
     """Draw recorded probes of a run directory against flow time."""
     with guard(lambda: "no figure was written"):
+        from shallowflow.errors import OutputError
         from shallowflow.output import atomic_file, exclusive, record_entries
         from shallowflow.plots import plot_probes
-        from shallowflow.store import load_run
+        from shallowflow.store import check_run_folder, load_run
 
-        ds = load_run(run_dir)
-        fig = plot_probes(ds, [p.strip() for p in probes.split(",") if p.strip()])
+        check_run_folder(run_dir)
         target = target or run_dir / "probes.png"
         if target.suffix.lower() != ".png":
             raise ValueError(f"--out: must name a .png file, got {str(target)!r}")
@@ -301,6 +302,10 @@ def plot(
             raise ValueError(f"--out: {str(target)!r} is a folder; give a .png file name")
         if not target.parent.is_dir():
             raise ValueError(f"--out: the folder of {str(target)!r} does not exist")
+        if target.exists() and not overwrite:
+            raise OutputError(f"--out: {target} exists; pass --overwrite to replace it")
+        ds = load_run(run_dir)
+        fig = plot_probes(ds, [p.strip() for p in probes.split(",") if p.strip()])
         with exclusive(target, "--out"), atomic_file(target) as tmp:
             fig.savefig(tmp, dpi=120, format="png")
         record_entries(target.parent, [target.name])

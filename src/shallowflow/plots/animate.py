@@ -32,6 +32,9 @@ from shallowflow.output import atomic_file
 from shallowflow.plots.polar import RunPanels
 
 FORMATS = (".gif", ".mp4")
+MAX_FPS = {".gif": 50.0, ".mp4": 240.0}
+"""The most frames per second each format shows: a GIF stores frame times in hundredths of a
+second and viewers slow frames shorter than 2/100 s; an MP4 player shows up to about 240."""
 VIDEO_EXTRA = "video"
 """The optional extra that brings the ffmpeg binary for MP4 (``imageio-ffmpeg``)."""
 
@@ -160,8 +163,8 @@ def animate(ds: xr.Dataset, path: str | Path, run: int = 0, fps: float = 8.0,
     if suffix not in FORMATS:
         raise UserError(f"path: the movie format is chosen by the suffix, one of "
                         f"{', '.join(FORMATS)} (got {str(path)!r})")
-    if not fps > 0:
-        raise UserError(f"fps: must be positive (got {fps!r})")
+    if not 0 < fps <= MAX_FPS[suffix]:
+        raise UserError(f"fps: must be in (0, {MAX_FPS[suffix]:g}] for a {suffix} (got {fps!r})")
     if "W" not in ds or "a" not in ds:
         raise UserError("ds: an animation needs the snapshots 'a' and 'W' (record 'a' in "
                         "record.probes and set record.snapshots = true); this Dataset holds "
