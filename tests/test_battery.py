@@ -85,6 +85,12 @@ def world(d: Path) -> None:
     run_like(d / "certified")
     (d / "certified" / "end_state.csv").write_text("precious")
     run_like(d / "nodata")
+    for name, text in {"plan_list": "[1]", "plan_null": "null"}.items():
+        (d / name).mkdir()
+        (d / name / "plan.json").write_text(text)
+    (d / "repro_list").mkdir()
+    (d / "repro_list" / "params.json").write_text("[]")
+    (d / "repro_list" / "results.nc").write_bytes((d / "runlike" / "results.nc").read_bytes())
     (d / "nodata" / "data.nc").unlink()
     for name, text in {
         "grid_scalar": 'base = "exp.toml"\n[grid]\n"model.width" = 3\n',
@@ -243,6 +249,10 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("at-times-inf", run_set("record.at_times=[inf]"), ["record.at_times", "inf"]),
     ("at-times-negative", run_set("record.at_times=[-0.5]"), ["record.at_times", "-0.5"]),
     ("probe-unknown", run_set('record.probes=["nope"]'), ["probes", "nope"]),
+    ("probes-empty", run_set("record.probes=[]"), ["record.probes", "'loss'", "got []"]),
+    ("probes-no-loss", run_set('record.probes=["a"]'), ["record.probes", "'loss'", "['a']"]),
+    ("sweep-probes-no-loss", ["sweep", "{d}/sweep.toml", "--out", "{out}", "--set",
+                              'record.probes=["a"]'], ["record.probes", "'loss'"]),
     ("snapshots-text", run_set('record.snapshots="x"'), ["record.snapshots", "x"]),
     ("record-steps-billion", run_set("train.steps=1000000000", "record.every=1"),
      ["memory", "--force"]),
@@ -439,6 +449,12 @@ CASES: list[tuple[str, list[str], list[str]]] = [
      ["--out", "afile.png", "--overwrite"]),
     ("animate-fps-too-high", ["animate", "{d}/runlike", "--fps", "1e9"],
      ["fps", "50", "1000000000"]),
+    ("sweep-resume-plan-list", ["sweep", "{d}/sweep.toml", "--out", "{d}/plan_list",
+                                "--resume"], ["out", "plan.json", "damaged", "list [1]"]),
+    ("sweep-resume-plan-null", ["sweep", "{d}/sweep.toml", "--out", "{d}/plan_null",
+                                "--resume"], ["out", "plan.json", "damaged", "NoneType"]),
+    ("rejudge-params-list", ["reproduce", "town-fig5", "--from", "{d}/repro_list", "--out",
+                             "{out}"], ["--from", "params.json", "damaged", "list []"]),
     ("plot-not-run", ["plot", "{d}/existing"], ["run", "existing", "results.nc"]),
     ("plot-missing", ["plot", "{d}/nope"], ["run", "nope"]),
     ("bench-unknown", ["bench", "nope"], ["nope"]),

@@ -22,6 +22,7 @@ from typing import Any
 
 import xarray as xr
 
+from shallowflow.errors import UserError
 from shallowflow.output import atomic_file, write_text
 
 PARAM_VARS = ("a_init", "W_init", "a_final", "W_final", "W", "log_norm_final", "log_abs_a_final")
@@ -99,6 +100,21 @@ def read_netcdf(path: str | Path) -> xr.Dataset:
     """Read a netCDF file fully into memory (the file is closed on return)."""
     with open_netcdf(path) as ds:
         return ds.load()
+
+
+def read_record(path: Path, field: str) -> dict[str, Any]:
+    """A JSON object shallowflow wrote (``plan.json``, ``params.json``), or one error line
+    naming ``field`` and the file where it is unreadable, not JSON or not an object (a damaged
+    or foreign file)."""
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise UserError(f"{field}: {path} is damaged or unreadable ({err}); it must be the "
+                        "JSON file shallowflow wrote") from None
+    if not isinstance(record, dict):
+        raise UserError(f"{field}: {path} is damaged: it holds {type(record).__name__} "
+                        f"{json.dumps(record)[:40]}, not the JSON object shallowflow wrote")
+    return record
 
 
 def write_run(folder: Path, ds: xr.Dataset, data: xr.Dataset, config_toml: str,

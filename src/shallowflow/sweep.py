@@ -49,7 +49,7 @@ from shallowflow.output import atomic_file, claim, clean_stale, write_marker, wr
 from shallowflow.runtime.executors import Executor, LocalExecutor
 from shallowflow.stationary import end_table
 from shallowflow.stationary.verdict import TABLE_FIELDS
-from shallowflow.store import open_netcdf, provenance
+from shallowflow.store import open_netcdf, provenance, read_record
 from shallowflow.training import entry as training
 from shallowflow.training.batch_store import BatchStore
 from shallowflow.training.batches import RunRef
@@ -175,11 +175,7 @@ def _check_resumable(out: Path, record: dict[str, Any]) -> None:
     plan_file = out / "plan.json"
     if not plan_file.is_file():
         raise ConfigError(f"out: {str(out)!r} is not a sweep folder (no plan.json)")
-    try:
-        saved = json.loads(plan_file.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ConfigError(f"out: {plan_file} is damaged ({err}); start a new sweep folder") \
-            from None
+    saved = read_record(plan_file, "out")
     current = json.loads(json.dumps(record))
     old_inputs, new_inputs = saved.pop("inputs", None), current.pop("inputs")
     if saved != current:

@@ -31,4 +31,7 @@ class RecordSpec(StrictModel):
         unknown = [p for p in self.probes if p not in PROBES]
         if unknown:
             raise ValueError(f"probes: unknown {unknown}; allowed: {', '.join(PROBES)}")
+        if "loss" not in self.probes:
+            raise ValueError(f"probes: must include 'loss', which every summary of a run reads "
+                             f"(got {list(self.probes)})")
         return self

@@ -27,7 +27,7 @@ from shallowflow.reproductions.base import RESULTS, Params, Reproduction, _valid
 from shallowflow.reproductions.claims import Claim, to_json
 from shallowflow.reproductions.index import lookup
 from shallowflow.runtime.executors import Executor
-from shallowflow.store import provenance, read_netcdf, write_netcdf
+from shallowflow.store import provenance, read_netcdf, read_record, write_netcdf
 from shallowflow.training.batch_store import BatchStore
 from shallowflow.training.certificates import DEFAULT_PRECISION, Precision
 from shallowflow.training.entry import trainer
@@ -124,10 +124,7 @@ def rejudge(name: str, source: str | Path, out: str | Path,
     if not saved_file.is_file() or not results.is_file():
         raise ConfigError(f"--from: {str(source)!r} is not a reproduction folder (needs "
                           f"params.json and {RESULTS})")
-    try:
-        saved = json.loads(saved_file.read_text())
-    except json.JSONDecodeError as err:
-        raise ConfigError(f"--from: {saved_file.name} is not valid JSON ({err})") from None
+    saved = read_record(saved_file, "--from")
     if saved.get("reproduction") != name:
         raise ConfigError(f"--from: {str(source)!r} holds reproduction "
                           f"{saved.get('reproduction')!r}, not {name!r}")
