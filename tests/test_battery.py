@@ -79,11 +79,16 @@ def world(d: Path) -> None:
     (d / "folder.toml").mkdir()
     (d / "afile").write_text("not a folder")
     (d / "afile.png").write_bytes(b"precious")
+    np.savez(d / "mnist_one.npz", images=np.zeros((4, 28, 28), np.uint8),
+             labels=np.array([0, 1, 0, 1], np.uint8))
     (d / "existing").mkdir()
     (d / "existing" / "keep.txt").write_text("precious")
     run_like(d / "runlike")
     run_like(d / "certified")
     (d / "certified" / "end_state.csv").write_text("precious")
+    run_like(d / "certdir")
+    (d / "certdir" / "end_state.csv").mkdir()
+    (d / "certdir" / "end_state.csv" / "mine.txt").write_text("precious")
     run_like(d / "nodata")
     for name, text in {"plan_list": "[1]", "plan_null": "null"}.items():
         (d / name).mkdir()
@@ -421,6 +426,11 @@ CASES: list[tuple[str, list[str], list[str]]] = [
      ["--certify-precision-tol", "0.1"]),
     ("reproduce-from-with-dtype", ["reproduce", "town-fig5", "--out", "{out}", "--from",
                                    "{d}/existing", "--dtype", "float32"], ["--from", "--dtype"]),
+    ("mnist-test-split-embedded", run_set('data={kind="mnist", split="test", per_digit=5}'),
+     ["data.split", "training images only", "'test'"]),
+    ("mnist-test-split-one-set", run_set('data={kind="mnist", split="test", '
+                                         'path="{d}/mnist_one.npz"}'),
+     ["data.split", "mnist_one.npz", "one set"]),
     ("reproduce-mnist-per-digit", ["reproduce", "mmv-fig5", "--out", "{out}", "--set",
                                    "per_digit=600"], ["mmv-fig5.per_digit", "600", "mnist_path"]),
     ("reproduce-mnist-path-missing", ["reproduce", "mmv-fig5", "--out", "{out}", "--set",
@@ -455,6 +465,12 @@ CASES: list[tuple[str, list[str], list[str]]] = [
                                 "--resume"], ["out", "plan.json", "damaged", "NoneType"]),
     ("rejudge-params-list", ["reproduce", "town-fig5", "--from", "{d}/repro_list", "--out",
                              "{out}"], ["--from", "params.json", "damaged", "list []"]),
+    ("sweep-set-gridded-key", ["sweep", "{d}/sweep.toml", "--out", "{out}", "--set",
+                               "model.width=7"], ["--set", "model.width", "grid key"]),
+    ("sweep-set-gridded-table", ["sweep", "{d}/sweep.toml", "--out", "{out}", "--set",
+                                 "model={width=7}"], ["--set", "'model'", "grid key"]),
+    ("certify-overwrite-folder", ["certify", "{d}/certdir", "--overwrite"],
+     ["end_state.csv", "not a file"]),
     ("plot-not-run", ["plot", "{d}/existing"], ["run", "existing", "results.nc"]),
     ("plot-missing", ["plot", "{d}/nope"], ["run", "nope"]),
     ("bench-unknown", ["bench", "nope"], ["nope"]),

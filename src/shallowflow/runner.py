@@ -70,9 +70,14 @@ def certify_run(folder: str | Path, polish: str = "none", at: str = "final",
 
 
 def _certify(folder: Path, polish: str, at: str, overwrite: bool) -> xr.Dataset:
-    existing = [name for name in END_STATE_FILES if (folder / name).exists()]
+    existing = [name for name in END_STATE_FILES if (folder / name).exists()
+                or (folder / name).is_symlink()]
     if existing and not overwrite:
         raise OutputError(f"{folder / existing[0]}: exists; pass --overwrite to replace it")
+    for name in existing:  # --overwrite replaces files, never a folder or what a link points to
+        if (folder / name).is_symlink() or not (folder / name).is_file():
+            raise OutputError(f"{folder / name}: is not a file (a folder or a link); "
+                              "--overwrite replaces only the files certify wrote: move it away")
     ds = load_run(folder)
     where: str | int = at
     if at != "final":

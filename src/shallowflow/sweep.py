@@ -43,6 +43,7 @@ from shallowflow.config import (
     experiment_from_mapping,
     read_mapping,
     set_path,
+    split_override,
 )
 from shallowflow.errors import BatchesFailed
 from shallowflow.output import atomic_file, claim, clean_stale, write_marker, write_text
@@ -94,6 +95,14 @@ def sweep_from_mapping(mapping: dict[str, Any], root: Path | None = None,
         if not isinstance(values, list) or not values:
             raise ConfigError(f"sweep.grid.{key}: must be a non-empty list of values, got "
                               f"{values!r}")
+    for item in overrides or []:  # the grid would silently override the --set value
+        parts = split_override(item)[0]
+        for key in grid:
+            shorter = min(len(parts), len(key.split(".")))
+            if parts[:shorter] == key.split(".")[:shorter]:
+                raise ConfigError(f"--set: {'.'.join(parts)!r} is also set by the grid key "
+                                  f"{key!r}, which would replace it at every point (got "
+                                  f"{item!r}); change the grid in the sweep file instead")
     max_batch = mapping.get("max_batch", 256)
     if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
         raise ConfigError(f"sweep.max_batch: must be an integer >= 1, got {max_batch!r}")

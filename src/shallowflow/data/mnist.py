@@ -198,6 +198,10 @@ def _read_npz(path: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
     try:
         with np.load(path, allow_pickle=False) as archive:
             files = set(archive.files)
+            if set(keys) <= files and SPLITS[split] != "train":
+                raise DataError(f"data.split: {path.name} holds one set of images ('images', "
+                                f"'labels'), so no split can be chosen (got {split!r}); allowed: "
+                                "'train', or an .npz with 'x_test'/'y_test'")
             if not set(keys) <= files:
                 keras = ("x_train", "y_train") if SPLITS[split] == "train" else ("x_test", "y_test")
                 if not set(keras) <= files:
@@ -251,6 +255,10 @@ def load_mnist(path: str | Path | None = None, labels_path: str | Path | None = 
         if labels_path is not None:
             raise DataError(f"data.labels_path: given without data.path (got {str(labels_path)!r}); "
                             "allowed: only with an IDX images file")
+        if SPLITS[split] != "train":
+            raise DataError(f"data.split: the embedded subset holds training images only (got "
+                            f"{split!r}); allowed: 'train', or data.path naming your MNIST test "
+                            "files")
         with resources.as_file(resources.files("shallowflow.data") / EMBEDDED_NAME) as emb:
             images, labels = _read_npz(Path(emb), "train")
         images, labels = _check_arrays(images, labels, EMBEDDED_NAME)
