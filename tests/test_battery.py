@@ -636,6 +636,28 @@ def test_unreachable_dask_address_is_refused_before_any_folder(files, monkeypatc
     assert "Traceback" not in result.output and listing(files) == before
 
 
+def test_a_scheduler_without_workers_is_refused_in_bounded_time(files, monkeypatch):
+    """A Dask scheduler no worker joined: the command says what it waits for, waits a stated
+    time, then refuses in one line (it hung forever, leaving a half-made folder)."""
+    distributed = pytest.importorskip("dask.distributed")
+    import time
+
+    from shallowflow.runtime import executors
+
+    monkeypatch.setattr(executors.DaskExecutor, "worker_timeout", 2.0)
+    monkeypatch.chdir(files)
+    with distributed.LocalCluster(n_workers=0, processes=False, protocol="tcp",
+                                  dashboard_address=None) as cluster:
+        before, start = listing(files), time.perf_counter()
+        result = CliRunner().invoke(app, ["sweep", "sweep.toml", "--out", "sw-idle",
+                                          "--executor", "dask", "--address",
+                                          cluster.scheduler_address])
+        took = time.perf_counter() - start
+    assert result.exit_code == 2, result.output
+    assert "waiting up to 2 s" in result.stderr and "no Dask worker joined" in result.stderr
+    assert took < 30 and "Traceback" not in result.output and listing(files) == before
+
+
 def test_a_port_speaking_another_protocol_is_refused(files, monkeypatch):
     """A server that answers with bytes Dask cannot read (here an HTTP error) is named, without
     a traceback or a huge allocation, and nothing is written."""

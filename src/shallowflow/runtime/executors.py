@@ -155,6 +155,7 @@ class DaskExecutor:
     name = "dask"
 
     connect_timeout = 10.0  # seconds a scheduler has to answer :meth:`check`
+    worker_timeout = 120.0  # seconds :meth:`check` waits for a scheduler's first worker
 
     def __init__(self, address: str | None = None, workers: int | None = None,
                  gpus: Sequence[str] | None = None) -> None:
@@ -181,7 +182,21 @@ class DaskExecutor:
             raise UserError(f"--address: no Dask scheduler answered at {self.address!r} within "
                             f"{self.connect_timeout:g} s ({detail}); allowed: the address of a running "
                             "scheduler, e.g. tcp://127.0.0.1:8786") from None
-        client.close()
+        try:
+            if not client.scheduler_info().get("workers"):
+                from shallowflow.runtime.progress import console
+
+                console.print(f"[cyan]note:[/] no worker has joined the scheduler at "
+                              f"{self.address} yet; waiting up to {self.worker_timeout:g} s for "
+                              "one", highlight=False)
+                client.wait_for_workers(1, timeout=self.worker_timeout)
+        except TimeoutError:
+            raise UserError(f"--address: no Dask worker joined the scheduler at "
+                            f"{self.address!r} within {self.worker_timeout:g} s; start workers "
+                            f"first (e.g. dask worker {self.address}), then run the command "
+                            "again") from None
+        finally:
+            client.close()
 
     def client(self) -> Any:
         """The Dask client, starting the local cluster (or connecting) on first use."""
