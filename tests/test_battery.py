@@ -77,6 +77,11 @@ def world(d: Path) -> None:
                                         "other: *w\n")
     (d / "empty.toml").write_text("")
     (d / "folder.toml").mkdir()
+    (d / "loop.toml").symlink_to(d / "loop.toml")
+    (d / "dangling.toml").symlink_to(d / "nowhere.toml")
+    os.mkfifo(d / "fifo.toml")
+    os.mkfifo(d / "fifo.csv")
+    (d / "loop.csv").symlink_to(d / "loop.csv")
     (d / "afile").write_text("not a folder")
     (d / "afile.png").write_bytes(b"precious")
     np.savez(d / "mnist_one.npz", images=np.zeros((4, 28, 28), np.uint8),
@@ -299,6 +304,16 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("given-nothing", run_set('init={scheme="given"}'), ["init", "path"]),
     # ---- config files
     ("config-missing", ["run", "{d}/nope.toml", "--out", "{out}"], ["config", "nope.toml"]),
+    ("config-link-loop", ["run", "{d}/loop.toml", "--out", "{out}"],
+     ["config", "loop.toml", "broken symbolic link"]),
+    ("config-dangling-link", ["run", "{d}/dangling.toml", "--out", "{out}"],
+     ["config", "dangling.toml", "broken symbolic link"]),
+    ("config-fifo", ["run", "{d}/fifo.toml", "--out", "{out}"],
+     ["config", "fifo.toml", "not a regular file"]),
+    ("config-device", ["run", "/dev/null", "--out", "{out}"],
+     ["config", "/dev/null", "not a regular file"]),
+    ("data-fifo", data_file("fifo.csv"), ["data.path", "fifo.csv", "not a regular file"]),
+    ("data-link-loop", data_file("loop.csv"), ["data.path", "loop.csv", "broken symbolic link"]),
     ("config-folder", ["run", "{d}/folder.toml", "--out", "{out}"], ["config", "folder"]),
     ("config-binary", ["run", "{d}/binary.toml", "--out", "{out}"], ["config", "binary.toml",
                                                                      "UTF-8"]),

@@ -11,8 +11,10 @@ internal error: the command line says so, prints the traceback and asks for a re
 
 from __future__ import annotations
 
+import os
 import traceback
 from dataclasses import dataclass
+from pathlib import Path
 
 
 class UserError(ValueError):
@@ -85,6 +87,21 @@ def human(nbytes: float) -> str:
             return f"{nbytes:.3g} {unit}"
         nbytes /= 1024
     return f"{nbytes:.3g} EiB"
+
+
+def file_problem(path: Path) -> str | None:
+    """Why ``path`` is not a regular file this process can read, in words (None: it is one)."""
+    if path.is_symlink() and not path.exists():
+        return "is a broken symbolic link (or a loop of links)"
+    if not path.exists():
+        return "no such file"
+    if path.is_dir():
+        return "is a folder, not a file"
+    if not path.is_file():
+        return "is not a regular file (a FIFO, device or socket)"
+    if not os.access(path, os.R_OK):
+        return "cannot be read (permission denied)"
+    return None
 
 
 def error_lines(err: BaseException) -> list[str]:

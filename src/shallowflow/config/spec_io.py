@@ -15,6 +15,7 @@ from shallowflow.config.messages import format_validation_error
 from shallowflow.config.overrides import apply_overrides
 from shallowflow.config.spec import Experiment
 from shallowflow.config.spec_types import ConfigError, tomllib
+from shallowflow.errors import file_problem
 
 
 class StrictYamlLoader(yaml.SafeLoader):
@@ -45,10 +46,10 @@ def read_mapping(path: str | Path, field: str = "config") -> dict[str, Any]:
     """Read a TOML (.toml) or YAML (.yaml/.yml) file into a dict; ``field`` names the file in
     errors."""
     path = Path(path)
-    if path.is_dir():
-        raise ConfigError(f"{field}: {str(path)!r} is a folder; give a .toml or .yaml file")
-    if not path.is_file():
-        raise ConfigError(f"{field}: no such file: {str(path)!r}")
+    problem = file_problem(path)
+    if problem is not None:
+        raise ConfigError(f"{field}: {str(path)!r} {problem}; give a .toml or .yaml file"
+                          if problem != "no such file" else f"{field}: no such file: {str(path)!r}")
     suffix = path.suffix.lower()
     if suffix not in (".toml", ".yaml", ".yml"):
         raise ConfigError(f"{field}: unsupported file type {suffix!r} ({path.name}); allowed: "

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from shallowflow.data.validate import DataError, validate_dataset
+from shallowflow.errors import file_problem
 
 NPY_MAGIC = b"\x93NUMPY"
 
@@ -98,10 +99,11 @@ def load_file(path: str | Path, field: str = "data.path") -> tuple[np.ndarray, n
     separated, label last; a first line with no number in it is a header.
     """
     path = Path(path)
-    if path.is_dir():
-        raise DataError(f"{field}: {str(path)!r} is a folder; give an .npz or .csv file")
-    if not path.is_file():
+    problem = file_problem(path)
+    if problem == "no such file":
         raise DataError(f"{field}: no such file: {str(path)!r}")
+    if problem is not None:
+        raise DataError(f"{field}: {str(path)!r} {problem}; give an .npz or .csv file")
     suffix = path.suffix.lower()
     if suffix == ".npz":
         X, y = load_npz(path, field)
