@@ -98,6 +98,14 @@ def world(d: Path) -> None:
     for name, text in {"plan_list": "[1]", "plan_null": "null"}.items():
         (d / name).mkdir()
         (d / name / "plan.json").write_text(text)
+    (d / "repro_foreign").mkdir()
+    from shallowflow.reproductions import lookup
+    from shallowflow.reproductions.base import resolve_params
+
+    quick = resolve_params(lookup("town-fig5"), "quick").model_dump(mode="json")
+    (d / "repro_foreign" / "params.json").write_text(json.dumps(
+        {"reproduction": "town-fig5", "preset": "quick", "params": quick}))
+    (d / "repro_foreign" / "results.nc").write_bytes((d / "runlike" / "results.nc").read_bytes())
     (d / "repro_list").mkdir()
     (d / "repro_list" / "params.json").write_text("[]")
     (d / "repro_list" / "results.nc").write_bytes((d / "runlike" / "results.nc").read_bytes())
@@ -486,6 +494,8 @@ CASES: list[tuple[str, list[str], list[str]]] = [
                                  "model={width=7}"], ["--set", "'model'", "grid key"]),
     ("certify-overwrite-folder", ["certify", "{d}/certdir", "--overwrite"],
      ["end_state.csv", "not a file"]),
+    ("rejudge-foreign-results", ["reproduce", "town-fig5", "--from", "{d}/repro_foreign",
+                                 "--out", "{out}"], ["--from", "results.nc", "town-fig5 judges"]),
     ("plot-not-run", ["plot", "{d}/existing"], ["run", "existing", "results.nc"]),
     ("plot-missing", ["plot", "{d}/nope"], ["run", "nope"]),
     ("bench-unknown", ["bench", "nope"], ["nope"]),

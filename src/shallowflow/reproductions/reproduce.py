@@ -134,9 +134,15 @@ def rejudge(name: str, source: str | Path, out: str | Path,
         ds = read_netcdf(results)
         with place.writing() as folder:
             write_netcdf(ds, folder / RESULTS)
-            claims = _finish(rep, folder, ds, params, saved.get("preset", "?"),
-                             time.perf_counter() - start,
-                             saved.get("precision", DEFAULT_PRECISION.describe()),
-                             {"rejudged_from": source.name,
-                              "simulation_wall_s": saved.get("wall_s")})
+            try:
+                claims = _finish(rep, folder, ds, params, saved.get("preset", "?"),
+                                 time.perf_counter() - start,
+                                 saved.get("precision", DEFAULT_PRECISION.describe()),
+                                 {"rejudged_from": source.name,
+                                  "simulation_wall_s": saved.get("wall_s")})
+            except (KeyError, IndexError, AttributeError) as err:  # what the saved file lacks
+                raise ConfigError(
+                    f"--from: {results} does not hold what {name} judges (missing "
+                    f"{' '.join(str(err).split())[:80]}); it must be the {RESULTS} that "
+                    f"`shallowflow reproduce {name}` wrote") from None
     return Path(out), claims
