@@ -264,7 +264,8 @@ def reproduce(
             folder = out_dir / item if name == "all" else out_dir
             if from_ is not None:
                 console.print(f"[bold]{item}[/] (re-judged from {from_})", highlight=False)
-                _, claims = rejudge(item, from_, folder, overwrite=overwrite)
+                _, claims = rejudge(item, from_, folder, overwrite=overwrite,
+                                    show_progress=not quiet)
             else:
                 console.print(f"[bold]{item}[/] (preset {preset})", highlight=False)
                 _, claims = run_reproduction(item, folder, preset, set_ or [],

@@ -34,21 +34,38 @@ from shallowflow.training.entry import trainer
 
 
 def _finish(rep: Reproduction, folder: Path, ds: xr.Dataset, params: Params, preset: str,
-            wall: float, precision: str, extra: Mapping[str, Any]) -> list[Claim]:
+            wall: float, precision: str, extra: Mapping[str, Any],
+            show_progress: bool = True) -> list[Claim]:
     """Judge, draw and write the report of a saved Dataset into ``folder`` (``precision``: the
-    line saying what precision it was trained in)."""
+    line saying what precision it was trained in), saying on stderr what it does and how long
+    each part took (``show_progress``)."""
     import matplotlib.pyplot as plt
 
+    from shallowflow.runtime.progress import console
+
+    clock = time.perf_counter()
+
+    def done(what: str) -> None:
+        nonlocal clock
+        if show_progress:
+            console.print(f"{rep.name}: {what} ({time.perf_counter() - clock:.1f} s)",
+                          highlight=False)
+        clock = time.perf_counter()
+
     claims = rep.judge(ds, params)
+    done(f"{len(claims)} claims judged")
     figures = rep.draw(ds, params)
+    done(f"{len(figures)} figure(s) drawn")
     listed = []
     for f in figures:
         f.fig.savefig(folder / f"{f.name}.png", dpi=120, bbox_inches="tight")
         plt.close(f.fig)
         listed.append((f"{f.name}.png", f.caption))
+        done(f"{f.name}.png written")
         if f.movie is not None:
             movie = f.movie(folder)
             listed.append((movie.name, f"Animation of {f.name}: one frame per recorded snapshot."))
+            done(f"{movie.name} written")
     values = params.model_dump(mode="json")
     write_text(folder / "claims.json", to_json(claims))
     text = report.render(f"{rep.name}: {rep.title}", rep.summary, listed, claims,
@@ -100,7 +117,7 @@ def run_reproduction(name: str, out: str | Path, preset: str = "quick",
                 ds = read_netcdf(folder / RESULTS)
                 distances = np.concatenate(train.distances) if train.distances else None
                 claims = _finish(rep, folder, ds, params, preset, time.perf_counter() - start,
-                                 precision.describe(distances), {})
+                                 precision.describe(distances), {}, show_progress)
         except BaseException:
             if not store.files():  # nothing to resume from: leave nothing behind
                 store.discard()
@@ -114,8 +131,8 @@ def stored_batches(out: str | Path) -> list[Path]:
     return BatchStore(batch_store(out)).files()
 
 
-def rejudge(name: str, source: str | Path, out: str | Path,
-            overwrite: bool = False) -> tuple[Path, list[Claim]]:
+def rejudge(name: str, source: str | Path, out: str | Path, overwrite: bool = False,
+            show_progress: bool = True) -> tuple[Path, list[Claim]]:
     """Judge and draw a saved reproduction folder ``source`` again, without training, into the
     new folder ``out`` (its ``results.nc`` is copied there)."""
     rep = lookup(name)
@@ -139,7 +156,7 @@ def rejudge(name: str, source: str | Path, out: str | Path,
                                  time.perf_counter() - start,
                                  saved.get("precision", DEFAULT_PRECISION.describe()),
                                  {"rejudged_from": source.name,
-                                  "simulation_wall_s": saved.get("wall_s")})
+                                  "simulation_wall_s": saved.get("wall_s")}, show_progress)
             except (KeyError, IndexError, AttributeError) as err:  # what the saved file lacks
                 raise ConfigError(
                     f"--from: {results} does not hold what {name} judges (missing "
