@@ -32,7 +32,7 @@ import socket
 import tempfile
 import uuid
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -105,16 +105,7 @@ def write_marker(folder: Path, kind: str, entries: Iterable[str] | None = None) 
     record = {"made_by": "shallowflow", "kind": kind, "version": __version__,
               "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
               "entries": sorted(set(names) - {MARKER})}
-    _write_json(folder / MARKER, record)
-
-
-def _write_json(path: Path, record: dict[str, Any]) -> None:
-    tmp = path.with_name(tmp_name(path.name))
-    try:
-        tmp.write_text(json.dumps(record, indent=1) + "\n")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_text(folder / MARKER, json.dumps(record, indent=1) + "\n")
 
 
 def record_entries(folder: Path, names: Iterable[str]) -> None:
@@ -123,7 +114,7 @@ def record_entries(folder: Path, names: Iterable[str]) -> None:
     marker = read_marker(folder)
     if marker is not None:
         marker["entries"] = sorted(set(marker["entries"]) | set(names))
-        _write_json(folder / MARKER, marker)
+        write_text(folder / MARKER, json.dumps(marker, indent=1) + "\n")
 
 
 def foreign_entries(folder: Path) -> list[str] | None:
@@ -312,7 +303,6 @@ class OutputFolder:
     path: Path
     existed: bool
     kind: str = "run"
-    _written: bool = field(default=False, repr=False)
 
     @contextlib.contextmanager
     def writing(self) -> Iterator[Path]:
@@ -330,7 +320,6 @@ class OutputFolder:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         self._replace(tmp)
-        self._written = True
 
     def _replace(self, tmp: Path) -> None:
         out = self.path
@@ -360,19 +349,10 @@ def claim(out: str | Path, kind: str, overwrite: bool = False, need: float = 0.0
     lock beside ``out`` is taken, then :func:`check_output_dir` runs under it."""
     if kind not in KINDS:
         raise ValueError(f"kind: {kind!r} not in {KINDS}")
-    out = plain_output(out)
-    check_output_dir(out, overwrite, need, force, resume)  # before making anything
+    out = check_output_dir(out, overwrite, need, force, resume)  # before making anything
     with _made_parents(out.parent), exclusive(out):
         check_output_dir(out, overwrite, need, force, resume)  # again, now that it is ours
         yield OutputFolder(out, out.exists() or out.is_symlink(), kind)
-
-
-@contextlib.contextmanager
-def atomic_dir(out: str | Path, kind: str, overwrite: bool = False) -> Iterator[Path]:
-    """:func:`claim` and :meth:`OutputFolder.writing` in one: a temporary folder that replaces
-    ``out`` only if the block succeeds."""
-    with claim(out, kind, overwrite) as place, place.writing() as folder:
-        yield folder
 
 
 @contextlib.contextmanager

@@ -119,7 +119,8 @@ def read_record(path: Path, field: str) -> dict[str, Any]:
 
 def write_run(folder: Path, ds: xr.Dataset, data: xr.Dataset, config_toml: str,
               prov: dict[str, Any]) -> None:
-    """Write the files of a run directory into ``folder`` (usually from :func:`atomic_dir`)."""
+    """Write the files of a run directory into ``folder`` (usually the temporary folder of
+    :meth:`shallowflow.output.OutputFolder.writing`)."""
     params = [v for v in PARAM_VARS if v in ds]
     write_netcdf(ds.drop_vars(params), folder / "results.nc")
     write_netcdf(ds[params], folder / "params.nc")
