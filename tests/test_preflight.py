@@ -82,3 +82,37 @@ def test_line_progress_is_quiet_between_intervals():
             bar.advance(task)
     assert len(lines) == 2  # the start and the end
     assert "100/100 (100%)" in lines[-1]
+
+
+def test_line_progress_eta_leaves_out_the_compile_time(monkeypatch):
+    """The first update pays for compiling: the ETA is the rate measured after it, times the
+    steps left (here 100 s of compiling, then 1 step/s: 8 steps left is 8 s, not the 404 s an
+    average from the start would say), and no ETA at all before a rate exists."""
+    import shallowflow.runtime.progress as progress
+
+    clock = [0.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: clock[0])
+    lines: list[str] = []
+    with LineProgress(interval=0.0, write=lines.append) as bar:
+        task = bar.add_task("steps", total=10)
+        clock[0] = 100.0
+        bar.update(task, completed=1)
+        assert "ETA after the first steps" in lines[-1]
+        clock[0] = 101.0
+        bar.update(task, completed=2)
+        assert "ETA 0:00:08" in lines[-1], lines[-1]
+
+
+def test_rich_bar_eta_leaves_out_the_compile_time_too():
+    """The terminal bar (rich) measures its speed the same way: the first sample's advance is
+    not counted, so 100 s of compiling then 1 step/s leaves 8 s for 8 steps."""
+    from rich.progress import Progress
+
+    clock = [0.0]
+    bar = Progress(get_time=lambda: clock[0], disable=True)
+    task = bar.add_task("steps", total=10)
+    clock[0] = 100.0
+    bar.update(task, completed=1)
+    clock[0] = 101.0
+    bar.update(task, completed=2)
+    assert bar.tasks[0].time_remaining == pytest.approx(8.0)

@@ -4,6 +4,12 @@ Results go to standard output (:data:`out`), diagnostics, notes, errors and prog
 error (:data:`console`); neither wraps long lines (paths stay whole in logs). When stderr is not a
 terminal (a log file, a batch scheduler) progress is a line every :data:`LINE_INTERVAL` seconds
 with the counts, the elapsed time and an ETA, plus one at the start and one at the end.
+
+The ETA is honest while code compiles: the first update of a task pays for compiling (tens of
+seconds for JAX against milliseconds per step after), so the rate is measured from the first
+update on, ``(completed - c1) / (now - t1)``, and until a second update exists the line says
+``ETA after the first steps`` instead of extrapolating the compile time. Rich's bar does the same
+(its speed ignores the first sample's advance).
 """
 
 from __future__ import annotations
@@ -42,6 +48,16 @@ class _Task:
     total: float | None
     completed: float
     start: float
+    first: tuple[float, float] | None = None
+    """(time, completed) at the first update that advanced: where the rate is measured from."""
+
+    def eta(self, now: float) -> str:
+        """The remaining time at the rate since :attr:`first` (compile time excluded)."""
+        if self.first is None or self.completed <= self.first[1]:
+            return "ETA after the first steps"
+        t1, c1 = self.first
+        rate = (self.completed - c1) / max(now - t1, 1e-9)
+        return f"ETA {_clock(((self.total or 0.0) - self.completed) / rate)}"
 
 
 class LineProgress:
@@ -78,6 +94,8 @@ class LineProgress:
         with self._lock:
             task = self.tasks[task_id]
             if completed is not None:
+                if task.first is None and completed > task.completed:
+                    task.first = (time.monotonic(), completed)
                 task.completed = completed
             if total is not None:
                 task.total = total
@@ -103,7 +121,7 @@ class LineProgress:
                 text += f"/{task.total:g} ({100 * frac:.0f}%)"
                 elapsed = now - task.start
                 if 0 < frac < 1:
-                    text += f", elapsed {_clock(elapsed)}, ETA {_clock(elapsed * (1 - frac) / frac)}"
+                    text += f", elapsed {_clock(elapsed)}, {task.eta(now)}"
                 else:
                     text += f", elapsed {_clock(elapsed)}"
             parts.append(text)
