@@ -17,7 +17,14 @@ from typer.testing import CliRunner
 from conftest import TINY_EXPERIMENT
 from shallowflow.cli.commands import app
 from shallowflow.errors import OutputError
-from shallowflow.output import MARKER, OutputExistsError, claim, exclusive, lock_name
+from shallowflow.output import (
+    MARKER,
+    OutputExistsError,
+    claim,
+    exclusive,
+    lock_name,
+    read_marker,
+)
 
 EXE = str(Path(sys.executable).parent / "shallowflow")
 EXP = 'name = "exp"\n' + TINY_EXPERIMENT
@@ -192,30 +199,42 @@ def test_a_second_writer_is_refused_at_once(d, holder, command):
     assert snapshot(d) == before
 
 
-def test_two_run_commands_at_once(d):
-    """Two processes, the same ``--out``: the second is refused while the first trains, and the
+SLOW = EXP.replace("steps = 5", "steps = 1500000").replace("lr = 0.1", "lr = 0.002") \
+    .replace("n = 6", "n = 64").replace("width = 4", "width = 64")  # about 10 s of training
+AT_ONCE = {  # the first command (a real process, slow), the second (another, same --out)
+    "run": (["run", "slow.toml"], ["run", "exp.toml", "--overwrite"],
+            ("config.toml", "steps = 1500000")),
+    "sweep": (["sweep", "slow_sweep.toml"], ["sweep", "sweep.toml"],
+              ("plan.json", "1500000")),
+    "reproduce": (["reproduce", "town-fig5"], ["reproduce", "town-fig5", "--overwrite"],
+                  ("report.md", "town-fig5")),
+}
+
+
+@pytest.mark.parametrize("command", sorted(AT_ONCE))
+def test_two_commands_at_once(d, command):
+    """Two processes, the same ``--out``: the second is refused while the first works, and the
     first finishes with its own complete result (the reported defect: both exited 0 and one
     result silently replaced the other). A lock of a killed process is taken over."""
-    slow = EXP.replace("steps = 5", "steps = 1500000").replace("lr = 0.1", "lr = 0.002") \
-        .replace("n = 6", "n = 64").replace("width = 4", "width = 64")  # about 10 s of training
-    (d / "slow.toml").write_text(slow)
-    first = subprocess.Popen([EXE, "run", "slow.toml", "--out", "o", "--quiet"], cwd=d,
+    first_args, second_args, (made, first_mark) = AT_ONCE[command]
+    (d / "slow.toml").write_text(SLOW)
+    (d / "slow_sweep.toml").write_text(SWEEP.replace("exp.toml", "slow.toml"))
+    first = subprocess.Popen([EXE, *first_args, "--out", "o", "--quiet"], cwd=d,
                              stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
     while not (d / lock_name("o")).exists() and time.time() < deadline:
         time.sleep(0.05)
-    second = subprocess.run([EXE, "run", "exp.toml", "--out", "o", "--overwrite"], cwd=d,
-                            capture_output=True, text=True)
+    second = invoke([*second_args, "--out", "o", "--quiet"], cwd=d)  # this test's process
     _, err = first.communicate(timeout=300)
     assert first.returncode == 0, err
-    assert second.returncode == 2 and "being written by another shallowflow command" in \
-        second.stderr and "Traceback" not in second.stderr, second.stderr
-    assert "steps = 1500000" in (d / "o" / "config.toml").read_text()  # the first one's result
+    refused(second, "being written by another shallowflow command", f"process {first.pid}")
+    assert first_mark in (d / "o" / made).read_text()  # the first one's complete result
+    assert read_marker(d / "o")["kind"] == command.replace("reproduce", "reproduction")
     assert not (d / lock_name("o")).exists() and not list(d.glob(".o.*"))
-    (d / lock_name("o")).write_text("12345 elsewhere\n")  # left by a killed command
-    assert invoke(["run", d / "exp.toml", "--out", d / "o", "--overwrite", "--quiet"]) \
-        .exit_code == 0
-    assert not (d / lock_name("o")).exists()
+    if command == "run":  # the lock file of a killed command is taken over
+        (d / lock_name("o")).write_text("12345 elsewhere\n")
+        assert invoke([*second_args, "--out", "o", "--quiet"], cwd=d).exit_code == 0
+        assert not (d / lock_name("o")).exists()
 
 
 def test_a_folder_that_appears_during_a_command_is_kept(d):
