@@ -76,6 +76,7 @@ def world(d: Path) -> None:
     (d / "alias_sweep.yaml").write_text("base: exp.toml\ngrid: {model.width: &w [2, 3]}\n"
                                         "other: *w\n")
     (d / "empty.toml").write_text("")
+    (d / "sw_grid_text.toml").write_text(SWEEP.replace("[2, 3]", '[2, "3"]'))
     (d / "folder.toml").mkdir()
     (d / "loop.toml").symlink_to(d / "loop.toml")
     (d / "dangling.toml").symlink_to(d / "nowhere.toml")
@@ -332,6 +333,15 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("config-json", ["run", "{d}/exp.json", "--out", "{out}"], ["config", ".json"]),
     ("config-empty", ["run", "{d}/empty.toml", "--out", "{out}"], ["data", "required"]),
     # ---- booleans are not numbers (issue 32: runs=true trained one run)
+    ("text-width", run_set("model.width='3'"), ["model.width", "not the text '3'"]),
+    ("text-lr", run_set("train.lr='0.1'"), ["train.lr", "not the text '0.1'"]),
+    ("text-time-scale", run_set("train.time_scale='2'"), ["train.time_scale", "'2'"]),
+    ("text-seed", run_set("seed='7'"), ["seed", "not the text '7'"]),
+    ("text-stop-loss", run_set("train.stop_loss='1e-3'"), ["train.stop_loss", "'1e-3'"]),
+    ("text-repro-param", ["reproduce", "town-fig1", "--out", "{out}", "--set", "m='3'"],
+     ["town-fig1.m", "not the text '3'"]),
+    ("text-sweep-grid", ["sweep", "{d}/sw_grid_text.toml", "--out", "{out}"],
+     ["model.width", "not the text '3'"]),
     ("bool-runs", run_set("runs=true"), ["runs", "true/false", "got true"]),
     ("bool-width", run_set("model.width=true"), ["model.width", "true/false"]),
     ("bool-seed", run_set("seed=false"), ["seed", "true/false", "got false"]),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import sys
 import types
+from pathlib import PurePath
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import numpy as np
@@ -74,9 +75,25 @@ def admits_bool(annotation: Any) -> bool:
     return False
 
 
+def admits_text(annotation: Any, text: str) -> bool:
+    """Whether a field of this type takes the text ``text`` as it is: a str, path or free field
+    (Any), or a Literal naming it; a number field does not (``width = "3"`` is text, not 3)."""
+    if annotation in (str, Any) or (isinstance(annotation, type) and issubclass(annotation, PurePath)):
+        return True
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Literal:
+        return text in args
+    if origin is Annotated:
+        return admits_text(args[0], text)
+    if origin is Union or origin is types.UnionType:
+        return any(admits_text(a, text) for a in args)
+    return False
+
+
 class StrictModel(BaseModel):
-    """Unknown keys, non-finite floats (inf, nan) and true/false where a number or a word is
-    asked for (``runs = true`` is not one run) are refused; specs are immutable."""
+    """Unknown keys, non-finite floats (inf, nan), true/false where a number or a word is asked
+    for (``runs = true`` is not one run) and text where a number is asked for (``width = "3"``)
+    are refused, never converted; specs are immutable."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
@@ -90,7 +107,24 @@ class StrictModel(BaseModel):
                         and not admits_bool(field.annotation):
                     raise ValueError(f"{name}: must be a number or a word, not true/false (got "
                                      f"{str(value).lower()})")
+                if isinstance(value, str) and field is not None \
+                        and not admits_text(field.annotation, value) \
+                        and _numeric(field.annotation):
+                    raise ValueError(f"{name}: must be a number, not the text {value[:40]!r} "
+                                     "(write it without quotes)")
         return values
+
+
+def _numeric(annotation: Any) -> bool:
+    """Whether a field of this type takes a number (int or float, possibly in a union)."""
+    if annotation in (int, float):
+        return True
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        return _numeric(args[0])
+    if origin is Union or origin is types.UnionType:
+        return any(_numeric(a) for a in args)
+    return False
 
 
 class _Loaded:
