@@ -211,12 +211,12 @@ def test_reproduction_killed_then_resumed(tmp_path):
     """A reproduction killed (SIGKILL) after some of its batches finished keeps them in its batch
     store; --resume trains only the others and gives the uninterrupted results exactly; the store
     is removed once the folder is complete."""
-    from shallowflow.reproductions.reproduce import batch_store
+    from shallowflow.training.batch_store import beside
 
     whole = subprocess.run([EXE, "reproduce", "bf-init", "--out", "whole", "--quiet", *REPRO_SET],
                            cwd=tmp_path, capture_output=True, text=True)
     assert whole.returncode == 0, whole.stderr
-    store = batch_store(tmp_path / "cut")
+    store = beside(tmp_path / "cut")
     proc, _ = start(["reproduce", "bf-init", "--out", "cut", "--quiet", *REPRO_SET], tmp_path)
     wait_for(lambda: len(list(store.glob("*.nc"))) >= 2)
     proc.send_signal(signal.SIGKILL)

@@ -32,6 +32,30 @@ class OutputError(UserError):
     space)."""
 
 
+class DiskFull(OutputError):
+    """The file system filled up (ENOSPC) or the quota ran out (EDQUOT) while ``path`` was
+    written: ``free`` bytes were left, ``need`` (where known) the bytes the file needed. The
+    file is not there (every file is written under a temporary name and renamed whole); the
+    command says what it finished, where it is kept and how to go on. Its arguments are its
+    fields, so it crosses process boundaries (a Dask worker) whole."""
+
+    def __init__(self, path: str, free: float, need: float | None = None) -> None:
+        super().__init__(str(path), float(free), need)
+        self.path, self.free, self.need = str(path), float(free), need
+
+    def __str__(self) -> str:
+        needed = f"{human(self.need)} needed, " if self.need is not None else ""
+        return f"no space left on device writing {self.path} ({needed}{human(self.free)} free)"
+
+    def moved(self, old: Path, new: Path) -> DiskFull:
+        """The same error with ``path`` under folder ``old`` named under ``new`` instead (a
+        file of a temporary folder named where it was going)."""
+        path = Path(self.path)
+        if path.is_relative_to(old):
+            path = new / path.relative_to(old)
+        return DiskFull(str(path), self.free, self.need)
+
+
 @dataclass(frozen=True)
 class Failure:
     """What a batch's task raised, in place of its result (:mod:`shallowflow.runtime.executors`): the

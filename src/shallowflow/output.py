@@ -18,6 +18,11 @@ Three rules (docs/architecture.md, "Output places"):
    output and renamed into place at the end. A folder that appeared at the output while the
    command ran, or one that changed so that it is no longer shallowflow's alone, is never
    deleted: the finished result is moved to a visible sibling and the command says where.
+
+A disk that fills (ENOSPC) or a quota that runs out (EDQUOT) while a file is written is
+:class:`~shallowflow.errors.DiskFull`, naming the file as it was going to be called (not its
+temporary name), the bytes it needed where known and the bytes free (:func:`disk_errors`); the
+temporary file is removed, so nothing half-written is left.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from shallowflow.errors import OutputError, ResourceError, human
+from shallowflow.errors import DiskFull, OutputError, ResourceError, human
 from shallowflow.machine import free_disk
 
 MARKER = ".shallowflow"
@@ -47,6 +52,8 @@ KINDS = ("run", "sweep", "reproduction", "demo")
 HOST = "".join(c for c in socket.gethostname() if c.isalnum())[:32] or "host"
 """This host, as written in temporary names (so a clean-up only judges its own processes)."""
 SHOWN = 3  # foreign entries named in a refusal
+FULL = (errno.ENOSPC, errno.EDQUOT)
+"""The errors of a full file system or an exhausted quota (:func:`disk_errors`)."""
 
 
 class OutputExistsError(OutputError, FileExistsError):
@@ -316,8 +323,10 @@ class OutputFolder:
         try:
             yield tmp
             write_marker(tmp, self.kind)
-        except BaseException:
+        except BaseException as err:
             shutil.rmtree(tmp, ignore_errors=True)
+            if isinstance(err, DiskFull):  # named where it was going, not in the hidden folder
+                raise err.moved(tmp, out) from None
             raise
         self._replace(tmp)
 
@@ -356,19 +365,42 @@ def claim(out: str | Path, kind: str, overwrite: bool = False, need: float = 0.0
 
 
 @contextlib.contextmanager
-def atomic_file(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; it replaces ``path`` only if the block succeeds."""
+def disk_errors(path: str | Path, need: float | None = None) -> Iterator[None]:
+    """Turn a full disk or an exhausted quota (:data:`FULL`) met in the block, which writes
+    ``path`` (``need`` bytes, where known), into :class:`~shallowflow.errors.DiskFull` naming
+    ``path`` and the bytes free then; other errors pass unchanged."""
+    try:
+        yield
+    except OSError as err:
+        if err.errno not in FULL:
+            raise
+        raise DiskFull(str(path), free_disk(Path(path).parent), need) from None
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | Path, need: float | None = None) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; it replaces ``path`` only if the block succeeds.
+    A full disk met in the block is :class:`~shallowflow.errors.DiskFull` naming ``path``
+    (:func:`disk_errors`; ``need``: the bytes to be written, where known), the free space
+    counted after the temporary file is removed."""
     path = Path(path)
     tmp = path.with_name(tmp_name(path.name))
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    with disk_errors(path, need):
+        try:
+            yield tmp
+            os.replace(tmp, path)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
 
 
 def write_text(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` atomically."""
-    with atomic_file(path) as tmp:
-        tmp.write_text(text)
+    write_bytes(path, text.encode())
+
+
+def write_bytes(path: str | Path, data: bytes | memoryview) -> None:
+    """Write ``data`` to ``path`` atomically; on a full disk,
+    :class:`~shallowflow.errors.DiskFull` with the bytes it needed."""
+    with atomic_file(path, memoryview(data).nbytes) as tmp:
+        tmp.write_bytes(data)

@@ -15,6 +15,7 @@ from shallowflow.output import atomic_file, claim, exclusive, record_entries
 from shallowflow.stationary import certify_dataset, end_table
 from shallowflow.stationary.polish import PolishMethod
 from shallowflow.store import load_run, provenance, write_netcdf, write_run
+from shallowflow.training.batch_store import kept_beside
 from shallowflow.training.entry import train
 from shallowflow.training.preflight import check_memory, estimate
 
@@ -25,19 +26,24 @@ DATA_VARS = ("X", "y")
 
 def run_experiment(exp: Experiment, out: str | Path, overwrite: bool = False,
                    runs: Sequence[int] | None = None, show_progress: bool = True,
-                   force: bool = False) -> xr.Dataset:
+                   force: bool = False, resume: bool = False) -> xr.Dataset:
     """Train ``exp`` and write its run directory to ``out`` (atomically). Returns the results.
 
-    The output location (writable, free space for the estimated results) and the memory are
-    checked before any work (``force``: run despite the estimates), and the place is held for
-    the whole command (:func:`shallowflow.output.claim`); a failure leaves ``out`` absent (or,
-    with ``overwrite``, untouched). ``overwrite`` replaces only a folder shallowflow made.
+    The output location (writable, free space for the estimated results: the run folder and
+    the finished batches kept beside it until it is written) and the memory are checked before
+    any work (``force``: run despite the estimates), and the place is held for the whole command
+    (:func:`shallowflow.output.claim`); a failure leaves ``out`` absent (or, with ``overwrite``,
+    untouched). ``overwrite`` replaces only a folder shallowflow made. Every finished batch is
+    kept :func:`~shallowflow.training.batch_store.beside` ``out`` until the folder is written;
+    ``resume`` reads the batches an interrupted or failed command finished instead of training
+    them again (a disk that filled while the folder was written: free space and resume).
     """
     need = estimate([(exp, exp.runs if runs is None else len(runs))])
     check_memory(need, force)
-    with claim(out, "run", overwrite, need.disk, force) as place:
+    with claim(out, "run", overwrite, 2 * need.disk, force) as place, \
+            kept_beside(out, resume) as store:
         (ds,) = train(exp, label=exp.name, show_progress=show_progress, keep_data=True,
-                      runs=runs, force=force)
+                      runs=runs, force=force, store=store.folder)
         data, ds = ds[list(DATA_VARS)], ds.drop_vars(DATA_VARS)
         with place.writing() as folder:
             write_run(folder, ds, data, dump_toml(exp.model_dump(mode="json")),

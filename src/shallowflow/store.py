@@ -12,6 +12,7 @@ A run directory holds::
 
 from __future__ import annotations
 
+import io
 import json
 import platform
 import subprocess
@@ -23,7 +24,7 @@ from typing import Any
 import xarray as xr
 
 from shallowflow.errors import UserError
-from shallowflow.output import atomic_file, write_text
+from shallowflow.output import write_bytes, write_text
 
 PARAM_VARS = ("a_init", "W_init", "a_final", "W_final", "W", "log_norm_final", "log_abs_a_final")
 ENGINE = "h5netcdf"
@@ -71,7 +72,23 @@ def provenance(seeds: list[int] | None = None, **extra: Any) -> dict[str, Any]:
 
 
 def write_netcdf(ds: xr.Dataset, path: str | Path) -> None:
-    """Write ``ds`` to ``path`` atomically (temporary file, then rename), under a local lock.
+    """Write ``ds`` to ``path`` atomically (temporary file, then rename): the netCDF file is
+    built in memory (:func:`netcdf_image`), then written whole by
+    :func:`shallowflow.output.write_bytes`, so a full disk is one
+    :class:`~shallowflow.errors.DiskFull` naming ``path`` and its size, and nothing is left.
+
+    HDF5 never writes to the disk itself: when a write fails inside HDF5 (ENOSPC while it
+    flushes its metadata at close), the file's close raises, h5netcdf's ``__del__`` closes it
+    again later and HDF5 dereferences the half-closed file (a segmentation fault at exit, issue
+    32). The image costs one copy of the file in memory while it is written (counted in the
+    memory estimate, :mod:`shallowflow.training.preflight`) and about the time of writing
+    directly (0.42 s against 0.30 s for one 200 MB variable, 0.9 s against 1.0 s for 200 small
+    ones)."""
+    write_bytes(path, netcdf_image(ds))
+
+
+def netcdf_image(ds: xr.Dataset) -> memoryview:
+    """The bytes of ``ds`` as a netCDF-4 file, built in memory.
 
     The file goes through xarray's h5netcdf store directly, locked by xarray's process-wide HDF5
     lock only. ``Dataset.to_netcdf`` would first ask dask which scheduler is active to choose a
@@ -83,12 +100,13 @@ def write_netcdf(ds: xr.Dataset, path: str | Path) -> None:
     from xarray.backends import H5NetCDFStore
     from xarray.backends.locks import HDF5_LOCK
 
-    with atomic_file(path) as tmp:
-        store = H5NetCDFStore.open(str(tmp), mode="w", lock=HDF5_LOCK, driver_kwds=H5_OPTIONS)
-        try:
-            ds.dump_to_store(store)
-        finally:
-            store.close()
+    image = io.BytesIO()
+    store = H5NetCDFStore.open(image, mode="w", lock=HDF5_LOCK, driver_kwds=H5_OPTIONS)
+    try:
+        ds.dump_to_store(store)
+    finally:
+        store.close()
+    return image.getbuffer()
 
 
 def open_netcdf(path: str | Path) -> xr.Dataset:

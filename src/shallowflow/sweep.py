@@ -24,6 +24,7 @@ import functools
 import hashlib
 import itertools
 import json
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -239,14 +240,19 @@ SWEEP_ENTRIES = ("plan.json", "sweep.toml", "provenance.json", "batches", "summa
 
 
 def _start(out: Path, sweep: Sweep, record: dict[str, Any]) -> None:
-    """Make a new sweep folder: its plan, spec, provenance and marker."""
+    """Make a new sweep folder: its plan, spec, provenance and marker (all or none of them: a
+    folder that cannot be completed, e.g. on a full disk, is removed again)."""
     out.mkdir()
-    write_text(out / "plan.json", json.dumps(record, indent=1) + "\n")
-    write_text(out / "sweep.toml", dump_toml({"name": sweep.name, "grid": sweep.grid}))
-    write_text(out / "provenance.json",
-               json.dumps(provenance(seeds=sorted({p.experiment.seed for p in sweep.points})),
-                          indent=2, default=str) + "\n")
-    write_marker(out, "sweep", SWEEP_ENTRIES)
+    try:
+        write_text(out / "plan.json", json.dumps(record, indent=1) + "\n")
+        write_text(out / "sweep.toml", dump_toml({"name": sweep.name, "grid": sweep.grid}))
+        write_text(out / "provenance.json",
+                   json.dumps(provenance(seeds=sorted({p.experiment.seed for p in sweep.points})),
+                              indent=2, default=str) + "\n")
+        write_marker(out, "sweep", SWEEP_ENTRIES)
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)
+        raise
 
 
 def _run_pending(sweep: Sweep, out: Path, batches: list[Batch], runner: Executor,
@@ -271,7 +277,7 @@ def _run_pending(sweep: Sweep, out: Path, batches: list[Batch], runner: Executor
                 after_batch(batch.id)
     except BatchesFailed:
         _wrap_up(out)  # the summary of what finished; --resume runs the failed batches
-        raise
+        raise  # (a full disk, DiskFull, stops at once: the summary is made on --resume)
     return _wrap_up(out)
 
 

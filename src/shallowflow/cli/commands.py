@@ -79,6 +79,23 @@ def _nothing_written(out_dir: Path) -> Callable[[], str]:
                     "complete); run the same command again to start over")
 
 
+def _unfinished(out_dir: Path) -> str:
+    """What an unfinished run or reproduction into ``out_dir`` left (its finished batches,
+    :func:`~shallowflow.training.batch_store.beside` it) and how to go on."""
+    from shallowflow.training.batch_store import BatchStore, beside
+
+    kept = len(BatchStore(beside(out_dir)).files())
+    again = (f"{kept} finished batch(es) are kept in {beside(out_dir)}: run the same command "
+             "with --resume to go on, without it to start over" if kept else
+             "run the same command again to start over")
+    return (f"nothing was written to {out_dir} (results are written only when complete); "
+            f"{again}")
+
+
+ResumeOption = Annotated[bool, typer.Option(
+    help="reuse the batches an interrupted run of the same command finished")]
+
+
 @app.command()
 def run(
     config: Annotated[Path, typer.Argument(help="experiment file (.toml or .yaml)")],
@@ -87,16 +104,17 @@ def run(
     overwrite: Annotated[bool, typer.Option(help="replace an existing run directory")] = False,
     quiet: Annotated[bool, typer.Option(help="no progress")] = False,
     force: ForceOption = False,
+    resume: ResumeOption = False,
 ) -> None:
     """Train an experiment and write its run directory (config, provenance, results.nc, ...)."""
-    with guard(_nothing_written(out_dir)):
+    with guard(lambda: _unfinished(out_dir)):
         from shallowflow.config import load_experiment
         from shallowflow.runner import run_experiment
 
         exp = load_experiment(config, set_ or [])
         _announce(estimate([(exp, exp.runs)]))
         ds = run_experiment(exp, out_dir, overwrite=overwrite, show_progress=not quiet,
-                            force=force)
+                            force=force, resume=resume)
     for note in filter(None, ds.attrs.get("notes", "").split("\n")):
         console.print(f"[cyan]note:[/] {escape(note)}", highlight=False)
     if "certificate" in ds.attrs:
@@ -216,8 +234,7 @@ def reproduce(
     executor: ExecutorOption = "local",
     address: AddressOption = None,
     workers: WorkersOption = None,
-    resume: Annotated[bool, typer.Option(
-        help="reuse the batches an interrupted run of the same command finished")] = False,
+    resume: ResumeOption = False,
     dtype: Annotated[str, typer.Option(
         help="float64 (default) or float32 for every run")] = "float64",
     certify_precision: Annotated[int, typer.Option(
@@ -235,16 +252,10 @@ def reproduce(
     names: list[str] = [name]
 
     def state() -> str:
-        from shallowflow.reproductions.reproduce import stored_batches
-
         done = f"finished: {', '.join(finished)}; " if finished else ""
-        current = out_dir / names[len(finished)] if name == "all" else out_dir
-        kept = len(stored_batches(current)) if names[len(finished):] else 0
-        again = (f"{kept} finished batch(es) are kept: run the same command with --resume to go "
-                 f"on, without it to start over" if kept else
-                 "run the same command again to start over")
-        return (done + "nothing was written to the unfinished folder (results are written only "
-                f"when complete); {again}")
+        if not names[len(finished):]:
+            return done.rstrip("; ")
+        return done + _unfinished(out_dir / names[len(finished)] if name == "all" else out_dir)
 
     with guard(state), contextlib.ExitStack() as stack:
         from shallowflow.reproductions import catalogue, rejudge, run_reproduction

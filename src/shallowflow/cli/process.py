@@ -127,11 +127,12 @@ def _os_error(err: OSError) -> str:
 
 @contextlib.contextmanager
 def guard(interrupted: Callable[[], str]) -> Iterator[None]:
-    """Turn what a user can cause into error lines (exit 2), an interruption into a line saying
-    what is done and how to go on (``interrupted()``; exit 130, or 143 for SIGTERM), failed
+    """Turn what a user can cause into error lines (exit 2; a full disk into one line naming
+    the file and, from ``interrupted()``, what is kept and how to go on), an interruption into a
+    line saying what is done and how to go on (``interrupted()``; exit 130, or 143 for SIGTERM), failed
     batches into one error line each and the same line on how to go on (exit 1; tracebacks only
     for errors a user cannot cause), and anything else into an internal-error report (exit 1)."""
-    from shallowflow.errors import BatchesFailed, UserError
+    from shallowflow.errors import BatchesFailed, DiskFull, UserError
 
     try:
         yield
@@ -155,6 +156,8 @@ def guard(interrupted: Callable[[], str]) -> Iterator[None]:
         # the output is already cleaned (context managers unwound); leave at once: a normal
         # interpreter exit can crash while XLA still runs a dispatched computation
         os._exit(code)
+    except DiskFull as err:  # one line: the file, the space, what is kept and how to go on
+        fail(UserError(f"{err}; free some space, then: {interrupted()}"))
     except (UserError, ValueError, FileNotFoundError) as err:
         fail(err)
     except OSError as err:

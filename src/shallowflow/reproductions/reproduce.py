@@ -6,6 +6,16 @@ runs ``simulate``, writes ``results.nc``, reads it back and judges and draws *th
 a re-judged folder (:func:`rejudge`, ``shallowflow reproduce NAME --from DIR``) gives the same
 claims by construction. The folder holds ``results.nc``, the figures, ``claims.json``,
 ``report.md``, ``params.json`` and ``provenance.json``; it is written atomically.
+
+The disk, before any work (what a run or sweep checks at once, a reproduction checks in parts,
+since its training calls are known only as it goes): the output place needs at least
+:data:`FOLDER_FLOOR` free for the figures and the report; each training call checks the free
+space for the files of the batches it will keep, with the floor still free after them
+(:func:`shallowflow.training.entry.train_protocols`, the estimate runs and sweeps use);
+``force`` skips both. A disk that fills anyway (``results.nc``, built in memory by
+:func:`shallowflow.store.write_netcdf`, a figure, a batch file) is one error naming the file and
+its size (:class:`~shallowflow.errors.DiskFull`), with the finished batches kept beside the
+output for ``resume``.
 """
 
 from __future__ import annotations
@@ -21,16 +31,20 @@ import xarray as xr
 
 from shallowflow import enable_full_precision
 from shallowflow.config import ConfigError
-from shallowflow.output import claim, write_text
+from shallowflow.output import claim, disk_errors, write_text
 from shallowflow.reproductions import report
 from shallowflow.reproductions.base import RESULTS, Params, Reproduction, _validate, resolve_params
 from shallowflow.reproductions.claims import Claim, to_json
 from shallowflow.reproductions.index import lookup
 from shallowflow.runtime.executors import Executor
 from shallowflow.store import provenance, read_netcdf, read_record, write_netcdf
-from shallowflow.training.batch_store import BatchStore
+from shallowflow.training.batch_store import kept_beside
 from shallowflow.training.certificates import DEFAULT_PRECISION, Precision
 from shallowflow.training.entry import trainer
+
+FOLDER_FLOOR = 64 * 2**10
+"""Bytes a reproduction folder needs at least beside ``results.nc``: one figure at 120 dpi
+(40-200 KiB in the catalogue's quick presets) and the report's text files (about 10 KiB)."""
 
 
 def _finish(rep: Reproduction, folder: Path, ds: xr.Dataset, params: Params, preset: str,
@@ -58,12 +72,13 @@ def _finish(rep: Reproduction, folder: Path, ds: xr.Dataset, params: Params, pre
     done(f"{len(figures)} figure(s) drawn")
     listed = []
     for f in figures:
-        f.fig.savefig(folder / f"{f.name}.png", dpi=120, bbox_inches="tight")
+        with disk_errors(folder / f"{f.name}.png"):
+            f.fig.savefig(folder / f"{f.name}.png", dpi=120, bbox_inches="tight")
         plt.close(f.fig)
         listed.append((f"{f.name}.png", f.caption))
         done(f"{f.name}.png written")
         if f.movie is not None:
-            movie = f.movie(folder)
+            movie = f.movie(folder)  # written through output.atomic_file
             listed.append((movie.name, f"Animation of {f.name}: one frame per recorded snapshot."))
             done(f"{movie.name} written")
     values = params.model_dump(mode="json")
@@ -81,54 +96,34 @@ def _finish(rep: Reproduction, folder: Path, ds: xr.Dataset, params: Params, pre
     return claims
 
 
-def batch_store(out: str | Path) -> Path:
-    """Where a reproduction into ``out`` keeps its finished batches until it is complete (a
-    :class:`~shallowflow.training.batch_store.BatchStore` of the Datasets as trained): the hidden sibling
-    folder ``.<out name>.batches`` (kept when the run is interrupted, removed when it
-    succeeds)."""
-    out = Path(out)
-    return out.parent / f".{out.name}.batches"
-
-
 def run_reproduction(name: str, out: str | Path, preset: str = "quick",
                      overrides: list[str] | None = None, overwrite: bool = False,
                      show_progress: bool = True, executor: Executor | None = None,
                      force: bool = False, resume: bool = False,
                      precision: Precision = DEFAULT_PRECISION) -> tuple[Path, list[Claim]]:
     """Run reproduction ``name`` with ``preset`` into the folder ``out`` (created atomically).
-    The output location is checked before any work; each training call checks the memory it
-    needs (``force``: train anyway). Every finished batch is kept in :func:`batch_store` until
-    the folder is complete; ``resume`` reads the batches an interrupted run finished instead of
-    training them again (without it, they are discarded and everything is trained).
+    The output location is checked before any work; each training call checks the memory and
+    disk it needs (the module's docstring; ``force``: train anyway). Every finished batch is
+    kept :func:`~shallowflow.training.batch_store.beside` the output until the folder is
+    complete; ``resume`` reads the batches an interrupted run finished instead of training them
+    again (without it, they are discarded and everything is trained).
     ``precision``: float64 (default) or float32, certified on a sample of runs rerun in float64
     (:class:`~shallowflow.training.certificates.Precision`); the report says which, with the verdict."""
     rep = lookup(name)
     params = resolve_params(rep, preset, overrides)
-    with claim(out, "reproduction", overwrite) as place:
+    with claim(out, "reproduction", overwrite, FOLDER_FLOOR, force) as place, \
+            kept_beside(out, resume) as store:
         enable_full_precision()
-        store = BatchStore(batch_store(out))
-        if not resume:
-            store.discard()
         start = time.perf_counter()
-        try:
-            with place.writing() as folder:
-                train = trainer(show_progress, executor, force, store.folder, precision)
-                write_netcdf(rep.simulate(params, train), folder / RESULTS)
-                ds = read_netcdf(folder / RESULTS)
-                distances = np.concatenate(train.distances) if train.distances else None
-                claims = _finish(rep, folder, ds, params, preset, time.perf_counter() - start,
-                                 precision.describe(distances), {}, show_progress)
-        except BaseException:
-            if not store.files():  # nothing to resume from: leave nothing behind
-                store.discard()
-            raise
-        store.discard()
+        with place.writing() as folder:
+            train = trainer(show_progress, executor, force, store.folder, precision,
+                            FOLDER_FLOOR)
+            write_netcdf(rep.simulate(params, train), folder / RESULTS)
+            ds = read_netcdf(folder / RESULTS)
+            distances = np.concatenate(train.distances) if train.distances else None
+            claims = _finish(rep, folder, ds, params, preset, time.perf_counter() - start,
+                             precision.describe(distances), {}, show_progress)
     return Path(out), claims
-
-
-def stored_batches(out: str | Path) -> list[Path]:
-    """The finished batches an interrupted reproduction into ``out`` kept (:func:`batch_store`)."""
-    return BatchStore(batch_store(out)).files()
 
 
 def rejudge(name: str, source: str | Path, out: str | Path, overwrite: bool = False,

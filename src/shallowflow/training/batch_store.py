@@ -12,8 +12,9 @@ Datasets as trained (``tag=None``).
 
 from __future__ import annotations
 
+import contextlib
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -109,3 +110,28 @@ class BatchStore:
                 raise ConfigError(
                     f"{path}: batch file is damaged ({type(err).__name__}); delete it and run "
                     "with --resume again to recompute that batch") from None
+
+
+def beside(out: str | Path) -> Path:
+    """Where a run or reproduction into ``out`` keeps its finished batches until its folder is
+    complete: the hidden sibling folder ``.<out name>.batches``."""
+    out = Path(out)
+    return out.parent / f".{out.name}.batches"
+
+
+@contextlib.contextmanager
+def kept_beside(out: str | Path, resume: bool) -> Iterator[BatchStore]:
+    """The batch store :func:`beside` ``out`` for the block that trains and writes ``out``:
+    emptied first unless ``resume`` (then the batches an interrupted command finished are read,
+    not trained again), removed when the block succeeds, and kept when it fails only if it
+    holds finished batches (what the command's error says, with how to resume)."""
+    store = BatchStore(beside(out))
+    if not resume:
+        store.discard()
+    try:
+        yield store
+    except BaseException:
+        if not store.files():  # nothing to resume from: leave nothing behind
+            store.discard()
+        raise
+    store.discard()

@@ -37,14 +37,15 @@ import numpy as np
 import xarray as xr
 
 from shallowflow.config import DIGEST, Experiment
-from shallowflow.errors import BatchesFailed, Failure
+from shallowflow.errors import BatchesFailed, DiskFull, Failure
+from shallowflow.output import check_disk
 from shallowflow.runtime.executors import Executor, LocalExecutor, StepCallback
 from shallowflow.runtime.progress import make_progress
 from shallowflow.training.batch_run import run_batch
 from shallowflow.training.batch_store import BatchStore
 from shallowflow.training.batches import RunRef, batch_data, prepare_batch, static_signature
 from shallowflow.training.certificates import DEFAULT_PRECISION, Precision
-from shallowflow.training.preflight import check_memory, estimate
+from shallowflow.training.preflight import FILE_BYTES, check_memory, estimate, result_bytes
 
 R = TypeVar("R")
 
@@ -109,6 +110,15 @@ def train_batch_file(batch: Batch, progress: StepCallback | None = None, *,
     return store.write(batch, train_batch(batch, progress, keep_data))
 
 
+def file_size(batch: Batch) -> float:
+    """The bytes of the file of ``batch`` in a batch store: its runs' results, the data of each
+    of its experiments once and the file's headers
+    (:func:`~shallowflow.training.preflight.result_bytes`, as the disk estimate counts them)."""
+    sizes = {id(ref.experiment): result_bytes(ref.experiment) for ref in batch.refs}
+    return (FILE_BYTES + sum(sizes[id(ref.experiment)][0] for ref in batch.refs)
+            + sum(shared for _, shared in sizes.values()))
+
+
 def describe(batch: Batch) -> str:
     """A batch named by its key: ``batch <id> (<n> runs)``."""
     return f"batch {batch.id} ({batch.size} runs)"
@@ -126,7 +136,8 @@ def execute(task: Callable[[Batch, StepCallback | None], R], batches: Sequence[B
 
     A batch whose task raises does not stop the others: once every batch has been tried,
     :class:`~shallowflow.errors.BatchesFailed` names each failed batch (``name(batch)``) with
-    its error."""
+    its error. A full disk (:class:`~shallowflow.errors.DiskFull`) stops every batch at once:
+    no other batch could be written either, and the batches finished so far are kept."""
     executor = executor or LocalExecutor()
     failed: list[tuple[str, Failure]] = []
     counted, total = 0, done_runs
@@ -143,6 +154,8 @@ def execute(task: Callable[[Batch, StepCallback | None], R], batches: Sequence[B
 
         count_new()
         for batch, result in executor.run(task, batches, bar, lambda b: f"  {name(b)}"):
+            if isinstance(result, Failure) and isinstance(result.error, DiskFull):
+                raise result.error from None
             if isinstance(result, Failure):
                 failed.append((name(batch), result))
             else:
@@ -163,7 +176,8 @@ def train(experiments: Experiment | Sequence[Experiment], *, label: str = "",
           max_batch: int = 4096, keep_data: bool = False,
           runs: Sequence[int] | None = None, force: bool = False,
           store: Path | None = None, precision: Precision = DEFAULT_PRECISION,
-          on_batch: Callable[[xr.Dataset], None] | None = None) -> list[xr.Dataset]:
+          on_batch: Callable[[xr.Dataset], None] | None = None,
+          reserve: float = 0.0) -> list[xr.Dataset]:
     """Train every run of ``experiments`` in as few compiled batches as their signatures allow.
 
     Returns one Dataset per experiment, in order, holding its runs in run-index order (the
@@ -173,7 +187,10 @@ def train(experiments: Experiment | Sequence[Experiment], *, label: str = "",
     it. ``runs``: train only these run indices of every experiment (default: all).
 
     Before any work the memory the job needs is estimated and compared with what the machine
-    has (:func:`shallowflow.training.preflight.check_memory`; ``force`` trains anyway).
+    has (:func:`shallowflow.training.preflight.check_memory`), and with a ``store`` the free
+    space of its folder with the files of the batches it will write (:func:`file_size`,
+    :func:`shallowflow.output.check_disk`) and ``reserve`` bytes more (what the caller writes
+    after training: a reproduction's figures and report); ``force`` trains anyway.
 
     ``store``: a folder that keeps each finished batch as ``<batch id>.nc`` (a
     :class:`~shallowflow.training.batch_store.BatchStore`, written atomically where the batch ran); a
@@ -188,7 +205,7 @@ def train(experiments: Experiment | Sequence[Experiment], *, label: str = "",
     return train_protocols([_once(exps)], label=label, show_progress=show_progress,
                            executor=executor, max_batch=max_batch, keep_data=keep_data,
                            runs=runs, force=force, store=store, precision=precision,
-                           on_batch=on_batch)[0]
+                           on_batch=on_batch, reserve=reserve)[0]
 
 
 def _once(experiments: list[Experiment]) -> Protocol:
@@ -211,12 +228,13 @@ def train_protocols(protocols: Sequence[Protocol], *, label: str = "",
                     max_batch: int = 4096, keep_data: bool = False,
                     runs: Sequence[int] | None = None, force: bool = False,
                     store: Path | None = None, precision: Precision = DEFAULT_PRECISION,
-                    on_batch: Callable[[xr.Dataset], None] | None = None) -> list[Any]:
+                    on_batch: Callable[[xr.Dataset], None] | None = None,
+                    reserve: float = 0.0) -> list[Any]:
     """Drive every protocol to its end and return their results, in order.
 
     Each step is trained as :func:`train` would train it alone (the same batches, ids and
-    Datasets; ``runs``, ``keep_data``, ``store``, ``force``, ``precision``, ``on_batch``: as
-    there, for every step; the memory check is made per step), but the batches of all
+    Datasets; ``runs``, ``keep_data``, ``store``, ``reserve``, ``force``, ``precision``, ``on_batch``: as
+    there, for every step; the memory and disk checks are made per step), but the batches of all
     protocols share one executor run: a step's batches are handed to the executor as soon as
     the step is known, while the other protocols' batches run. So independent chains (a
     threshold search per d) never wait for each other, and a step that a protocol's results
@@ -245,13 +263,17 @@ def train_protocols(protocols: Sequence[Protocol], *, label: str = "",
         refs = [RunRef(e, r) for e, rs in zip(exps, chosen, strict=True) for r in rs]
         owner = [j for j, rs in enumerate(chosen) for _ in rs]  # tags: the experiment of each run
         step = _Step(k, [[] for _ in exps])
+        fresh = []
         for batch in plan(refs, max_batch, owner):
             step_of[id(batch)] = step
             step.waiting += 1
             if saved is not None and saved.holds(batch.id):
                 stored.append((batch, saved.read(batch.id)))
             else:
-                pending.append(batch)
+                fresh.append(batch)
+        if saved is not None:  # room for the files of the batches still to train
+            check_disk(saved.folder, reserve + sum(file_size(b) for b in fresh), force)
+        pending.extend(fresh)
         if not step.waiting:  # nothing to train (no runs): the step is done
             advance(k, [_assemble(p) for p in step.parts])
 
@@ -312,21 +334,23 @@ def _assemble(parts: list[tuple[int, xr.Dataset]]) -> xr.Dataset:
 class Trainer:
     """What a reproduction's ``simulate`` gets: :func:`train` (calling it) and
     :func:`train_protocols` (:meth:`protocols`) bound to the caller's progress display,
-    executor, ``force``, ``store`` and ``precision``; their other keyword arguments are passed
-    through. It keeps the precision certificates of every batch it trained (``distances``)."""
+    executor, ``force``, ``store`` (with the disk ``reserve`` its caller writes after training)
+    and ``precision``; their other keyword arguments are passed through. It keeps the precision
+    certificates of every batch it trained (``distances``)."""
 
     show_progress: bool = True
     executor: Executor | None = None
     force: bool = False
     store: Path | None = None
     precision: Precision = DEFAULT_PRECISION
+    reserve: float = 0.0
     distances: list[np.ndarray] = field(default_factory=list, compare=False)
     """The precision certificates (``precision_rel`` of every finished batch) so far."""
 
     def _bound(self) -> dict[str, Any]:
         return {"show_progress": self.show_progress, "executor": self.executor,
                 "force": self.force, "store": self.store, "precision": self.precision,
-                "on_batch": self._collect}
+                "on_batch": self._collect, "reserve": self.reserve}
 
     def _collect(self, ds: xr.Dataset) -> None:
         if "precision_rel" in ds:
@@ -342,10 +366,10 @@ class Trainer:
 
 def trainer(show_progress: bool = True, executor: Executor | None = None,
             force: bool = False, store: Path | None = None,
-            precision: Precision = DEFAULT_PRECISION) -> Trainer:
-    """A :class:`Trainer` bound to ``show_progress``, ``executor``, ``force``, ``store`` and
-    ``precision``."""
-    return Trainer(show_progress, executor, force, store, precision)
+            precision: Precision = DEFAULT_PRECISION, reserve: float = 0.0) -> Trainer:
+    """A :class:`Trainer` bound to ``show_progress``, ``executor``, ``force``, ``store``,
+    ``precision`` and ``reserve``."""
+    return Trainer(show_progress, executor, force, store, precision, reserve)
 
 
 def simulate(exp: Experiment, runs: Sequence[int] | None = None,

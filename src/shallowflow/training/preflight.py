@@ -6,7 +6,9 @@ absurd size is refused in microseconds). For runs trained together in batches of
 upper bound: linear + geometric + explicit points), S steps and b bytes per number:
 
     working set of a batch  ~ b R (3 n d [per-run data] + 8 p d + 4 n p) + b T R s
+                              + R x results per run [its file's image, built in memory]
     results per run         ~ b (T s + 4 p d + 2 p) (+ b n (d + 1) per-run data)
+    a results file          ~ its runs' results + 8 n (d + 1) [shared data] + 64 KiB [headers]
     arithmetic              ~ 4 n d p S flops per run (x 7 with the step-size certificate)
 
 where s is the number of values a record holds per run (the recorded probes' sizes). The memory
@@ -14,7 +16,8 @@ needed is the sum of the largest working sets of the batches trained at once
 (:data:`~shallowflow.runtime.executors.IN_FLIGHT`) plus twice the results held in memory (``hold``:
 training that returns its results; a sweep writes each batch and holds none) plus the Python objects
 that plan the runs (:data:`PLAN_BYTES_PER_RUN` each) and a fixed allowance for the runtime; the disk
-needed is the results. docs/architecture.md, "Before any work".
+needed is the results, one file per batch (:data:`FILE_BYTES` of headers each).
+docs/architecture.md, "Before any work".
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ if TYPE_CHECKING:
 
 RUNTIME_BYTES = 400 * 2**20  # JAX, XLA and the Python runtime
 PLAN_BYTES_PER_RUN = 512  # the Python objects that plan one run (its reference, batch, ids)
+FILE_BYTES = 64 * 2**10
+"""The headers of one results file (netCDF-4 on HDF5): about 1 KiB per variable, and a batch
+file with end-state certificates holds about 70 variables (66 KiB for 6 KiB of numbers)."""
 REFERENCE_FLOPS = 1e10  # flop/s used to turn arithmetic into a rough time (a 2-core laptop)
 
 
@@ -68,6 +74,16 @@ def record_size(exp: Experiment) -> int:
     return sum(math.prod(size[d] for d in PROBES[p].dims) for p in probes if p in PROBES)
 
 
+def result_bytes(exp: Experiment) -> tuple[float, float]:
+    """Bytes of one run's results in a file, b (T s + 4 p d + 2 p) (+ b n (d + 1) per-run data),
+    and of the data its runs share, 8 n (d + 1) (once per file)."""
+    b = 4 if exp.train.dtype == "float32" else 8
+    n, d, p = exp.data.n_samples, exp.input_dim, exp.model.width
+    data_run = n * (d + 1) if exp.data.per_run else 0
+    return b * (record_points(exp) * record_size(exp) + 4 * p * d + 2 * p + data_run), \
+        8.0 * n * (d + 1)
+
+
 def estimate(jobs: Sequence[tuple[Experiment, int]], max_batch: int = 4096,
              hold: bool = True) -> Estimate:
     """What training ``runs`` runs of each experiment of ``jobs`` (experiment, runs) needs."""
@@ -79,14 +95,16 @@ def estimate(jobs: Sequence[tuple[Experiment, int]], max_batch: int = 4096,
         T, s, steps = record_points(exp), record_size(exp), exp.train.n_steps
         R = min(runs, max_batch)
         data_run = n * (d + 1) if exp.data.per_run else 0
+        per_run, shared = result_bytes(exp)
         # per-run data three times: the batch's copy, its shards' (dynamics.compilation.shards)
-        # and their X^T (dynamics.compilation.prepared)
-        working = b * R * (3 * data_run + 8 * p * d + 4 * n * p + T * s) + b * n * (d + 1)
-        per_run = b * (T * s + 4 * p * d + 2 * p + data_run)
+        # and their X^T (dynamics.compilation.prepared); the image of its file while it is
+        # written (store.write_netcdf)
+        working = (b * R * (3 * data_run + 8 * p * d + 4 * n * p + T * s) + b * n * (d + 1)
+                   + R * per_run)
         workings += [working] * min(IN_FLIGHT, -(-runs // R))
         held += runs * per_run
         planned += runs * PLAN_BYTES_PER_RUN
-        disk += runs * per_run + 8 * n * (d + 1)
+        disk += runs * per_run + shared + FILE_BYTES * -(-runs // R)  # a file per batch
         reruns = 2 ** (exp.train.certify + 1) - 1  # the run, then at lr/2 (2x), lr/4 (4x)
         flops += 4.0 * n * d * p * steps * runs * reruns
         sampled = min(exp.train.certify_precision, R) * -(-runs // R)  # float64 reruns
