@@ -430,6 +430,8 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("reproduce-unknown", ["reproduce", "nope-fig1", "--out", "{out}"], ["nope-fig1"]),
     ("reproduce-preset", ["reproduce", "town-fig5", "--out", "{out}", "--preset", "huge"],
      ["preset", "huge"]),
+    ("reproduce-absurd-size", ["reproduce", "town-fig1", "--out", "{out}", "--set",
+                               "m=10000000000"], ["memory", "TiB"]),
     ("reproduce-set-range", ["reproduce", "town-fig1", "--out", "{out}", "--set", "m=0"],
      ["town-fig1.m", "got 0"]),
     ("reproduce-set-unknown", ["reproduce", "town-fig1", "--out", "{out}", "--set", "width=3"],

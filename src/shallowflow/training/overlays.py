@@ -15,12 +15,16 @@ import numpy as np
 from shallowflow.config import Experiment
 from shallowflow.theory.saddle_process import SaddleProcess, from_network
 from shallowflow.training.batches import BatchInputs, RunRef, prepare_batch
+from shallowflow.training.preflight import check_memory, estimate
 
 
 def saddle_process_from_experiment(exp: Experiment, run: int = 0, **kwargs: Any) -> SaddleProcess:
     """Algorithm 1 (:mod:`shallowflow.theory.saddle_process`) for run ``run`` of a validated
     experiment, built from its data and its unit-scale initial network (no training; works at any
-    lambda). Extra keyword arguments go to :func:`~shallowflow.theory.saddle_process.limit_process`."""
+    lambda). Extra keyword arguments go to :func:`~shallowflow.theory.saddle_process.limit_process`.
+    Its memory is checked first, as a training call's is
+    (:func:`~shallowflow.training.preflight.check_memory`): an absurd size is refused, not drawn."""
+    check_memory(estimate([(exp, 1)], hold=False), forceable=False)
     return saddle_process_from_batch(prepare_batch([RunRef(exp, int(run))]), 0, **kwargs)
 
 

@@ -113,12 +113,14 @@ def estimate(jobs: Sequence[tuple[Experiment, int]], max_batch: int = 4096,
     return Estimate(RUNTIME_BYTES + planned + in_flight + (2 * held if hold else 0), disk, flops)
 
 
-def check_memory(est: Estimate, force: bool = False) -> None:
+def check_memory(est: Estimate, force: bool = False, forceable: bool = True) -> None:
     """Refuse (:class:`ResourceError`) work whose memory estimate exceeds what is available,
-    unless ``force``."""
+    unless ``force`` (``forceable=False``: work that ``--force`` does not reach, whose refusal
+    does not offer it)."""
     free = available_memory()
     if est.memory > free and not force:
         raise ResourceError(
             f"memory: this job needs about {human(est.memory)} of memory, the machine has "
             f"{human(free)} available; make it smaller (fewer runs, record points or probes, a "
-            "smaller width or max_batch), or pass --force to try anyway")
+            "smaller width or max_batch)" + (", or pass --force to try anyway" if forceable
+                                               else ""))
