@@ -64,11 +64,13 @@ def test_line_progress_counts_elapsed_and_eta():
     bar = LineProgress(interval=0.0, write=lines.append)
     with bar:
         outer = bar.add_task("sweep: runs", total=10, completed=0)
-        bar.advance(outer, 3)
+        bar.advance(outer, 1)  # the first step (it compiled): no ETA from it alone
+        bar.advance(outer, 2)
         inner = bar.add_task("batch 1", total=None)
         bar.update(inner, completed=40, total=100)
         bar.remove_task(inner)
     assert "sweep: runs: 0/10 (0%)" in lines[0]
+    assert any("1/10 (10%)" in line and "ETA" not in line for line in lines)
     assert any("3/10 (30%)" in line and "ETA" in line for line in lines)
     assert any("batch 1: 40/100 (40%)" in line for line in lines)
     assert "\n" not in "".join(lines)
