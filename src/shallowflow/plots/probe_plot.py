@@ -37,10 +37,11 @@ def plot_probes(ds: xr.Dataset, names: Sequence[str] = ("loss", "pl_curvature"),
     nothing was recorded after time 0 (a run of 0 steps), as points at time 0. Requested probes
     that were not recorded are left out; none recorded is refused (naming ``field``)."""
     have = recorded(ds)
-    names = [n for n in names if n in have]
-    if not names:
-        raise UserError(f"{field}: none of the requested probes is recorded; recorded: "
-                        f"{', '.join(have)}")
+    shown = [n for n in names if n in have]
+    if not shown:
+        raise UserError(f"{field}: none of {', '.join(names) or 'no probes'} is recorded; "
+                        f"recorded: {', '.join(have)}")
+    names = shown
     fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 3.4), squeeze=False)
     t = ds["time"].values
     shown = t > 0 if (t > 0).any() else np.ones_like(t, dtype=bool)
