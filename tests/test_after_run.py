@@ -188,9 +188,9 @@ CASES: list[tuple[str, list[str], list[str]]] = [
                                                   OW]),
     # ---- output: --overwrite only where shallowflow wrote the file
     ("certify-user-csv", ["certify", "{d}/user_csv", OW],
-     [R, "user_csv/end_state.csv", "not written by shallowflow", "does not list it"]),
+     [R, "user_csv/end_state.csv", "not known to be shallowflow's", "does not list it"]),
     ("plot-user-file", ["plot", "{d}/run", "--out", "{d}/run/user.png", OW],
-     ["--out", "user.png", "not written by shallowflow"]),
+     ["--out", "user.png", "not known to be shallowflow's"]),
     ("plot-unmarked-folder", ["plot", "{d}/run", "--out", "{d}/other/fig.png", OW],
      ["--out", "other/fig.png", f"no {MARKER} marker"]),
     # ---- output: a folder, a link or a file where a file is expected

@@ -391,9 +391,9 @@ def check_output_file(path: Path, overwrite: bool = False, field_name: str = "ou
     if marker is None or path.name not in marker["entries"]:
         why = (f"its folder holds no {MARKER} marker" if marker is None
                else f"the {MARKER} marker of its folder does not list it")
-        raise OutputExistsError(f"{field_name}: {str(path)!r} was not written by shallowflow "
-                                f"({why}); --overwrite replaces only files shallowflow wrote: "
-                                "move it away or give another name")
+        raise OutputExistsError(f"{field_name}: {str(path)!r} is not known to be "
+                                f"shallowflow's ({why}); --overwrite replaces only files "
+                                "shallowflow wrote: move it away or give another name")
 
 
 def check_output_files(paths: Sequence[Path], overwrite: bool = False, need: float = 0.0,
