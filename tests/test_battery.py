@@ -85,6 +85,7 @@ def world(d: Path) -> None:
     (d / "loop.csv").symlink_to(d / "loop.csv")
     (d / "afile").write_text("not a folder")
     (d / "afile.png").write_bytes(b"precious")
+    (d / "afile.gif").write_bytes(b"precious")
     np.savez(d / "mnist_one.npz", images=np.zeros((4, 28, 28), np.uint8),
              labels=np.array([0, 1, 0, 1], np.uint8))
     (d / "existing").mkdir()
@@ -487,8 +488,8 @@ CASES: list[tuple[str, list[str], list[str]]] = [
      ["snapshots", "record.snapshots"]),
     ("animate-suffix", ["animate", "{d}/runlike", "--out", "{out}.avi"], [".avi", ".gif"]),
     ("animate-run-range", ["animate", "{d}/runlike", "--run", "3"], ["--run", "got 3"]),
-    ("animate-existing", ["animate", "{d}/runlike", "--out", "{d}/afile"],
-     ["afile", "--overwrite"]),
+    ("animate-existing", ["animate", "{d}/runlike", "--out", "{d}/afile.gif"],
+     ["afile.gif", "--overwrite"]),
     # ---- plot, bench
     ("plot-out-exists", ["plot", "{d}/runlike", "--out", "{d}/afile.png"],
      ["--out", "afile.png", "--overwrite"]),

@@ -11,13 +11,14 @@ Three rules (docs/architecture.md, "Output places"):
    into a run folder, a folder made before markers existed, a symbolic link, the current folder
    or one above it) is refused before any work, naming what was found.
 2. **Exclusive claim.** A command holds an advisory lock (``flock``) on a lock file beside its
-   output, ``.NAME.lock``, from before its checks until it ends; a second command writing the
-   same place is refused at once. The kernel drops the lock when a process dies, so a killed
-   command never blocks the next one (its empty lock file is taken over).
-3. **Atomic replacement.** The result is written into a hidden temporary folder beside the
-   output and renamed into place at the end. A folder that appeared at the output while the
-   command ran, or one that changed so that it is no longer shallowflow's alone, is never
-   deleted: the finished result is moved to a visible sibling and the command says where.
+   output, ``.NAME.lock``, from before its checks until it ends (:func:`claim`, for files
+   :func:`claim_files`); a second command writing the same place is refused at once. The
+   kernel drops the lock when a process dies, so a killed command never blocks the next one.
+3. **Atomic replacement.** The result is written into a hidden temporary folder (or files,
+   all or none: :meth:`OutputFiles.writing`) beside the output and renamed into place at the
+   end. A folder that appeared at the output while the command ran, or one that changed so
+   that it is no longer shallowflow's alone, is never deleted: the finished result is moved to
+   a visible sibling and the command says where.
 
 A disk that fills (ENOSPC) or a quota that runs out (EDQUOT) while a file is written is
 :class:`~shallowflow.errors.DiskFull`, naming the file as it was going to be called (not its
@@ -36,7 +37,7 @@ import shutil
 import socket
 import tempfile
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -174,29 +175,39 @@ def check_output_dir(out: str | Path, overwrite: bool = False, need: float = 0.0
             raise OutputExistsError(
                 f"out: {str(out)!r} already exists; choose a new folder or pass --overwrite")
         check_replaceable(out)
+    check_place(out, "out", need, force)
+    return out
+
+
+def check_place(out: Path, field_name: str = "out", need: float = 0.0, force: bool = False,
+                remedy: str = "record less, or pass --force to try anyway") -> None:
+    """Refuse an output ``out`` (a folder or a file, to be made) below a file, in a place this
+    process cannot write in (probed by creating and removing a folder there) or, unless
+    ``force``, on a file system with less free space than ``need`` bytes (``remedy``: what else
+    the user can do about it)."""
     base = out.parent
     while not base.exists() and base != base.parent:
         base = base.parent
     if not base.is_dir():
-        raise OutputError(f"out: {str(out)!r} cannot be created: {str(base)!r} is a file, "
-                          "not a folder")
+        raise OutputError(f"{field_name}: {str(out)!r} cannot be created: {str(base)!r} is a "
+                          "file, not a folder")
     try:
         Path(tempfile.mkdtemp(prefix=f".{out.name}.probe-", dir=base)).rmdir()
     except OSError as err:
-        raise OutputError(f"out: cannot write in {str(base)!r} ({err.strerror}); choose a "
-                          "writable place") from None
-    check_disk(base, need, force)
-    return out
+        raise OutputError(f"{field_name}: cannot write in {str(base)!r} ({err.strerror}); "
+                          "choose a writable place") from None
+    check_disk(base, need, force, field_name, remedy)
 
 
-def check_disk(folder: Path, need: float, force: bool = False) -> None:
+def check_disk(folder: Path, need: float, force: bool = False, field_name: str = "out",
+               remedy: str = "record less, or pass --force to try anyway") -> None:
     """Refuse writing about ``need`` bytes under ``folder`` (an existing folder) when its file
     system has less free space, unless ``force``."""
     free = free_disk(folder)
     if need > free and not force:
         raise ResourceError(
-            f"out: the results need about {human(need)}, {str(folder)!r} has {human(free)} free; "
-            "free some space, choose another place, record less, or pass --force to try anyway")
+            f"{field_name}: the results need about {human(need)}, {str(folder)!r} has "
+            f"{human(free)} free; free some space, choose another place, {remedy}")
 
 
 def owner_alive(name: str) -> bool:
@@ -362,6 +373,120 @@ def claim(out: str | Path, kind: str, overwrite: bool = False, need: float = 0.0
     with _made_parents(out.parent), exclusive(out):
         check_output_dir(out, overwrite, need, force, resume)  # again, now that it is ours
         yield OutputFolder(out, out.exists() or out.is_symlink(), kind)
+
+
+FILE_REMEDY = "or write less"  # what else a user can do where an output file does not fit
+
+
+def check_output_file(path: Path, overwrite: bool = False, field_name: str = "out") -> None:
+    """Refuse the output file ``path`` where it is a symbolic link, a folder or not a regular
+    file, where it exists (unless ``overwrite``) and, with ``overwrite``, where its folder's
+    marker does not list it (shallowflow did not write it: see the module's rule 1)."""
+    if path.is_symlink():
+        raise OutputExistsError(f"{field_name}: {str(path)!r} is a symbolic link; shallowflow "
+                                "replaces only plain files it made: give another name")
+    if not path.exists():
+        return
+    if path.is_dir():
+        raise OutputExistsError(f"{field_name}: {str(path)!r} is a folder, not a file; it is "
+                                "never replaced by a file: move it away or give another name")
+    if not path.is_file():
+        raise OutputExistsError(f"{field_name}: {str(path)!r} is not a regular file (a FIFO, "
+                                "device or socket); give another name")
+    if not overwrite:
+        raise OutputExistsError(f"{field_name}: {str(path)!r} already exists; pass --overwrite "
+                                "to replace it")
+    marker = read_marker(path.parent)
+    if marker is None or path.name not in marker["entries"]:
+        why = (f"its folder holds no {MARKER} marker" if marker is None
+               else f"the {MARKER} marker of its folder does not list it")
+        raise OutputExistsError(f"{field_name}: {str(path)!r} is not known to be "
+                                f"shallowflow's ({why}); --overwrite replaces only files "
+                                "shallowflow wrote: move it away or give another name")
+
+
+def check_output_files(paths: Sequence[Path], overwrite: bool = False, need: float = 0.0,
+                       field_name: str = "out", remedy: str = FILE_REMEDY) -> None:
+    """Before any work: every file of ``paths`` (in one folder) may be written
+    (:func:`check_output_file`), and their folder is writable with room for ``need`` bytes
+    (:func:`check_place`)."""
+    if len({p.parent for p in paths}) != 1:
+        raise ValueError(f"paths: the files written together must share a folder (got {paths})")
+    for path in paths:
+        check_output_file(path, overwrite, field_name)
+    check_place(paths[0], field_name, need, remedy=remedy)
+
+
+@dataclass
+class OutputFiles:
+    """Output files claimed for a command (:func:`claim_files`): ``paths`` in one folder, the
+    field that names them in errors, and which of them existed when they were claimed."""
+
+    paths: tuple[Path, ...]
+    field_name: str = "out"
+    existed: frozenset[Path] = frozenset()
+    remedy: str = FILE_REMEDY
+
+    def check_disk(self, need: float) -> None:
+        """Refuse (before any work) a folder without room for ``need`` bytes (a size known once
+        the input is read)."""
+        check_disk(self.paths[0].parent, need, False, self.field_name, self.remedy)
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[tuple[Path, ...]]:
+        """Yield a temporary path beside each file; they replace the files together, only if
+        the block succeeds (the old files are kept aside until every new one is in place), and
+        the folder's marker lists them (:func:`record_entries`). A file that appeared at a path
+        meanwhile, or stopped being shallowflow's, is left as it is and nothing is written."""
+        tmps = tuple(p.with_name(tmp_name(p.name)) for p in self.paths)
+        try:
+            yield tmps
+            for path in self.paths:
+                if path not in self.existed and (path.exists() or path.is_symlink()):
+                    raise OutputExistsError(f"{self.field_name}: {str(path)!r} appeared while "
+                                            "this command ran; it was left as it is and "
+                                            "nothing was written")
+                check_output_file(path, True, self.field_name)
+            self._replace(tmps)
+        finally:
+            for tmp in tmps:
+                with contextlib.suppress(FileNotFoundError):
+                    tmp.unlink()
+        record_entries(self.paths[0].parent, [p.name for p in self.paths])
+
+    def _replace(self, tmps: tuple[Path, ...]) -> None:
+        aside: list[tuple[Path, Path]] = []
+        placed: list[Path] = []
+        try:
+            for path in self.paths:
+                if path.exists():
+                    trash = path.with_name(tmp_name(path.name))
+                    path.rename(trash)
+                    aside.append((path, trash))
+            for tmp, path in zip(tmps, self.paths, strict=True):
+                tmp.rename(path)
+                placed.append(path)
+        except BaseException:
+            for path in placed:
+                path.unlink(missing_ok=True)
+            for path, trash in aside:
+                trash.rename(path)
+            raise
+        for _, trash in aside:
+            trash.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def claim_files(paths: Sequence[str | Path], overwrite: bool = False, need: float = 0.0,
+                field_name: str = "out", lock: str | Path | None = None,
+                remedy: str = FILE_REMEDY) -> Iterator[OutputFiles]:
+    """:func:`claim` for the output files ``paths`` (one folder; the lock of ``lock``, default
+    the first file): checked before any work, written with :meth:`OutputFiles.writing`."""
+    files = tuple(Path(p) for p in paths)
+    check_output_files(files, overwrite, need, field_name, remedy)  # before making anything
+    with _made_parents(files[0].parent), exclusive(Path(lock or files[0]), field_name):
+        check_output_files(files, overwrite, need, field_name, remedy)  # now that they are ours
+        yield OutputFiles(files, field_name, frozenset(p for p in files if p.exists()), remedy)
 
 
 @contextlib.contextmanager

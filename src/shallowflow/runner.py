@@ -10,11 +10,12 @@ from typing import get_args
 import xarray as xr
 
 from shallowflow.config import Experiment, dump_toml, read_mapping
-from shallowflow.errors import OutputError, UserError
-from shallowflow.output import atomic_file, claim, exclusive, record_entries
+from shallowflow.errors import UserError
+from shallowflow.output import claim, claim_files
+from shallowflow.runtime.progress import Phases
 from shallowflow.stationary import certify_dataset, end_table
 from shallowflow.stationary.polish import PolishMethod
-from shallowflow.store import load_run, provenance, write_netcdf, write_run
+from shallowflow.store import check_run_folder, load_run, provenance, write_netcdf, write_run
 from shallowflow.training.batch_store import kept_beside
 from shallowflow.training.entry import train
 from shallowflow.training.preflight import check_memory, estimate
@@ -52,58 +53,71 @@ def run_experiment(exp: Experiment, out: str | Path, overwrite: bool = False,
 
 
 END_STATE_FILES = ("end_state.nc", "end_state.csv")
-"""What ``shallowflow certify`` writes into a run folder."""
+"""What ``shallowflow certify`` writes into a run folder, both or neither."""
+NEEDS = {"data.nc": "the training data, without which the loss cannot be evaluated"}
+"""What certify reads beside a run folder's results."""
 
 
 def certify_run(folder: str | Path, polish: str = "none", at: str = "final",
-                overwrite: bool = False) -> xr.Dataset:
+                overwrite: bool = False, show_progress: bool = False,
+                field: str = "RUN_DIR") -> xr.Dataset:
     """Certify the end state of every run of a run folder (docs/math.md §9.6) and write
     ``end_state.nc`` (the ``end_*`` Dataset, polished networks included) and ``end_state.csv``
-    (:func:`~shallowflow.stationary.end_table`) beside its results, atomically. ``at``: "final"
-    or a record index of the snapshots a, W. Everything is checked before any work."""
-    folder = Path(folder)
-    if not (folder / "results.nc").is_file():
-        raise UserError(f"{folder}: holds no results.nc; certify takes a run folder (written "
-                        "by shallowflow run)")
-    if not (folder / "data.nc").is_file():
-        raise UserError(f"{folder}: holds no data.nc, so the loss cannot be evaluated; certify "
-                        "takes a run folder written by shallowflow run")
+    (:func:`~shallowflow.stationary.end_table`) beside its results, both or neither. ``at``:
+    "final" or a record index of the snapshots a, W. Before any work: the run folder and its
+    files (named as ``field``), the options, and the pair of output files together (neither a
+    folder nor a link; replaced only with ``overwrite`` and where shallowflow wrote them; room
+    on the disk), held for the whole call (:func:`shallowflow.output.claim_files`).
+    ``show_progress``: say on stderr what it does, a bar over the runs."""
+    folder = check_run_folder(folder, field, NEEDS)
     if polish not in POLISH_METHODS:
         raise UserError(f"--polish: unknown method (got {polish!r}); allowed: "
                         f"{', '.join(POLISH_METHODS)}")
-    with exclusive(folder / "end_state", "end_state"):
-        return _certify(folder, polish, at, overwrite)
-
-
-def _certify(folder: Path, polish: str, at: str, overwrite: bool) -> xr.Dataset:
-    existing = [name for name in END_STATE_FILES if (folder / name).exists()
-                or (folder / name).is_symlink()]
-    if existing and not overwrite:
-        raise OutputError(f"{folder / existing[0]}: exists; pass --overwrite to replace it")
-    for name in existing:  # --overwrite replaces files, never a folder or what a link points to
-        if (folder / name).is_symlink() or not (folder / name).is_file():
-            raise OutputError(f"{folder / name}: is not a file (a folder or a link); "
-                              "--overwrite replaces only the files certify wrote: move it away")
-    ds = load_run(folder)
-    where: str | int = at
-    if at != "final":
-        if not at.lstrip("-").isdigit() or not -ds.sizes["time"] <= int(at) < ds.sizes["time"]:
-            raise UserError(f"--at: must be 'final' or a record index in "
-                            f"{-ds.sizes['time']}..{ds.sizes['time'] - 1} (got {at!r})")
-        if "a" not in ds or "W" not in ds:
-            raise UserError(f"--at: {folder} recorded no snapshots of a and W (record the "
-                            "probes 'a' and 'W'); only 'final' can be certified")
-        where = int(at)
-    if "leak" not in ds.attrs:  # folders written before the activation was stored
-        model = read_mapping(folder / "config.toml", "config").get("model", {})
-        ds.attrs["leak"] = float(model.get("leak", 0.0))
-    end = certify_dataset(ds, at=where, polish_method=None if polish == "none" else polish)
-    for name in ("stop_reason", "end_step"):
-        if name in ds:
-            end[name] = ds[name]
-    table = end_table(end)
-    write_netcdf(end, folder / "end_state.nc")
-    with atomic_file(folder / "end_state.csv") as tmp:
-        table.to_csv(tmp, index=False)
-    record_entries(folder, END_STATE_FILES)
+    if at != "final" and not at.lstrip("-").isdigit():
+        raise UserError(f"--at: must be 'final' or a record index (got {at!r})")
+    files = [folder / name for name in END_STATE_FILES]
+    need = 2 * sum(f.stat().st_size for f in (folder / "params.nc", folder / "results.nc")
+                   if f.is_file())  # polished networks beside the end states: at most this
+    with claim_files(files, overwrite, need, field, lock=folder / "end_state") as place:
+        phases = Phases("certify", show_progress)
+        ds = load_run(folder, field)
+        where = _record_index(ds, at, folder, field)
+        if "leak" not in ds.attrs:  # folders written before the activation was stored
+            model = read_mapping(folder / "config.toml", field).get("model", {})
+            ds.attrs["leak"] = float(model.get("leak", 0.0))
+        phases.done(f"{ds.sizes['run']} run(s) read from {folder}")
+        with phases.counting("run(s) certified", ds.sizes["run"]) as step:
+            end = certify_dataset(ds, at=where, polish_method=None if polish == "none"
+                                  else polish, progress=lambda done, total: step())
+        for name in ("stop_reason", "end_step"):
+            if name in ds:
+                end[name] = ds[name]
+        with place.writing() as (nc, csv):
+            write_netcdf(end, nc)
+            end_table(end).to_csv(csv, index=False)
+        phases.done(f"{' and '.join(map(str, files))} written")
     return end
+
+
+def _record_index(ds: xr.Dataset, at: str, folder: Path, field: str) -> str | int:
+    """``at`` as :func:`~shallowflow.stationary.certify_dataset` takes it, checked against what
+    the run folder recorded (a foreign results.nc, without the networks or the model's scale,
+    is named as ``field``)."""
+    snapshots = "a" in ds and "W" in ds
+    missing = [name for name, there in (
+        ("the final networks a_final, W_final", {"a_final", "W_final"} <= set(ds) or snapshots),
+        ("the data X, y", {"X", "y"} <= set(ds)), ("the model's scale kappa", "kappa" in ds.attrs))
+        if not there]
+    if missing:
+        raise UserError(f"{field}: the files of {folder} hold no {' and no '.join(missing)}; "
+                        "they must be the results.nc, params.nc and data.nc that shallowflow "
+                        "run wrote")
+    if at == "final":
+        return at
+    if not -ds.sizes["time"] <= int(at) < ds.sizes["time"]:
+        raise UserError(f"--at: must be 'final' or a record index in "
+                        f"{-ds.sizes['time']}..{ds.sizes['time'] - 1} (got {at!r})")
+    if not snapshots:
+        raise UserError(f"--at: {folder} recorded no snapshots of a and W (record the probes "
+                        "'a' and 'W'); only 'final' can be certified")
+    return int(at)

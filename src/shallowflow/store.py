@@ -23,8 +23,8 @@ from typing import Any
 
 import xarray as xr
 
-from shallowflow.errors import UserError
-from shallowflow.output import write_bytes, write_text
+from shallowflow.errors import UserError, file_problem
+from shallowflow.output import read_marker, write_bytes, write_text
 
 PARAM_VARS = ("a_init", "W_init", "a_final", "W_final", "W", "log_norm_final", "log_abs_a_final")
 ENGINE = "h5netcdf"
@@ -147,21 +147,85 @@ def write_run(folder: Path, ds: xr.Dataset, data: xr.Dataset, config_toml: str,
     write_text(folder / "provenance.json", json.dumps(prov, indent=2, default=str) + "\n")
 
 
-def check_run_folder(folder: str | Path) -> Path:
-    """``folder`` if it holds a run's results, else the error that says so (before any work)."""
+RUN_FILES = ("results.nc", "config.toml")
+"""The files every run folder holds (and :func:`load_run` reads)."""
+SIGNS = {"sweep": "plan.json", "reproduction": "params.json", "demo": "summary.txt"}
+"""The file only that kind of folder holds (how a folder from before markers is told apart)."""
+INSTEAD = {
+    "sweep": "its runs are in its batches/ and summary.parquet (shallowflow sweep)",
+    "reproduction": "judge and draw it again with shallowflow reproduce NAME --from {folder}",
+    "demo": "it holds the demo's results_n*.nc and summary.txt",
+}
+"""What a folder of another kind holds instead of a run, or what to do with it."""
+RUN_FOLDER = "a run folder (shallowflow run --out)"
+
+
+def folder_kind(folder: Path) -> str | None:
+    """The kind of a folder shallowflow made (``run``, ``sweep``, ``reproduction``, ``demo``):
+    its marker's, or for a folder from before markers the file only that kind holds (a run
+    folder's ``results.nc`` last); None where it is none of these."""
+    marker = read_marker(folder)
+    if marker is not None and isinstance(marker.get("kind"), str):
+        return str(marker["kind"])
+    kind = next((k for k, sign in SIGNS.items() if (folder / sign).exists()), None)
+    return kind or ("run" if (folder / "results.nc").exists() else None)
+
+
+def check_run_folder(folder: str | Path, field: str = "folder",
+                     needs: dict[str, str] | None = None) -> Path:
+    """``folder`` if it is a run folder holding its files (:data:`RUN_FILES` and ``needs``:
+    name -> what it is needed for), else the one error line that names ``field``, the folder
+    or file and what is expected (a missing folder, a file, a sweep, reproduction or demo
+    folder, a missing, unreadable or non-regular file); before any work."""
     folder = Path(folder)
-    if not (folder / "results.nc").is_file():
-        raise FileNotFoundError(f"run: {str(folder)!r} holds no results.nc; is it a run folder?")
+    if not folder.exists():
+        raise UserError(f"{field}: no such folder: {str(folder)!r}; give {RUN_FOLDER}, which "
+                        "holds results.nc")
+    if not folder.is_dir():
+        raise UserError(f"{field}: {str(folder)!r} is a file, not a folder; give {RUN_FOLDER}")
+    kind = folder_kind(folder)
+    if kind in INSTEAD:
+        raise UserError(f"{field}: {str(folder)!r} is a {kind} folder, not {RUN_FOLDER}; "
+                        + INSTEAD[kind].format(folder=folder))
+    for name, use in ({name: "" for name in RUN_FILES} | (needs or {})).items():
+        problem = file_problem(folder / name)
+        if problem == "no such file":
+            raise UserError(f"{field}: {str(folder)!r} holds no {name}{use and f' ({use})'}; "
+                            f"give {RUN_FOLDER}")
+        if problem is not None:
+            raise UserError(f"{field}: {str(folder / name)!r} {problem}; it must be the {name} "
+                            "that shallowflow run wrote")
     return folder
 
 
-def load_run(folder: str | Path) -> xr.Dataset:
-    """Load a run directory as one Dataset: probes, status, parameters and data (X, y)."""
-    folder = check_run_folder(folder)
-    parts = [read_netcdf(folder / "results.nc")]
-    for name in ("params.nc", "data.nc"):
-        if (folder / name).is_file():
-            parts.append(read_netcdf(folder / name))
+def read_input(path: Path, field: str) -> xr.Dataset:
+    """A netCDF file shallowflow wrote, read whole, or one error line naming ``field`` and the
+    file where HDF5 cannot read it (a damaged, truncated or foreign file)."""
+    try:
+        return read_netcdf(path)
+    except Exception as err:  # whatever HDF5 or the netCDF layer says, the file is unreadable
+        raise UserError(f"{field}: {str(path)!r} is damaged or not a netCDF file "
+                        f"({type(err).__name__}); it must be the {path.name} shallowflow "
+                        "wrote") from None
+
+
+def load_run(folder: str | Path, field: str = "folder") -> xr.Dataset:
+    """Load a run directory as one Dataset: probes, status, parameters and data (X, y); a
+    folder that is not a run folder, or a damaged or foreign file in it, is named as ``field``
+    (:func:`check_run_folder`, :func:`read_input`)."""
+    folder = check_run_folder(folder, field)
+    results = read_input(folder / "results.nc", field)
+    if not {"run", "time"} <= set(results.dims):
+        raise UserError(f"{field}: {str(folder / 'results.nc')!r} has no run and time axes "
+                        f"(it has {sorted(map(str, results.dims))}); it must be the results.nc "
+                        "that shallowflow run wrote")
+    parts = [results] + [read_input(folder / name, field) for name in ("params.nc", "data.nc")
+                         if (folder / name).is_file()]
     ds = xr.merge(parts, compat="override", combine_attrs="override")
-    ds.attrs["config"] = (folder / "config.toml").read_text()
+    try:
+        ds.attrs["config"] = (folder / "config.toml").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise UserError(f"{field}: {str(folder / 'config.toml')!r} cannot be read as text "
+                        f"({type(err).__name__}); it must be the config.toml that shallowflow "
+                        "run wrote") from None
     return ds

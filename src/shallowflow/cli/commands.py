@@ -151,6 +151,7 @@ def certify(
         help="'final' or a record index of the snapshots a, W")] = "final",
     overwrite: Annotated[bool, typer.Option(help="replace end_state.nc / end_state.csv")]
     = False,
+    quiet: Annotated[bool, typer.Option(help="no progress")] = False,
 ) -> None:
     """Certify each run's end state: global or strict local minimum, saddle (with its escape),
     degenerate or not stationary, with the numbers (docs/math.md §9). Writes end_state.nc and
@@ -159,7 +160,7 @@ def certify(
         from shallowflow.runner import certify_run
         from shallowflow.stationary import end_table
 
-        end = certify_run(run_dir, polish, at, overwrite)
+        end = certify_run(run_dir, polish, at, overwrite, show_progress=not quiet)
     table = end_table(end)
     shown = [c for c in ("run", "stop_reason", "label", "loss", "grad_norm", "zero_neurons",
                          "dead_neurons", "kink_pairs", "eig_min", "escape_value",
@@ -297,31 +298,15 @@ def plot(
     = "loss,pl_curvature,balance_drift",
     target: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--out", help="PNG file (default RUN_DIR/probes.png)")] = None,
-    overwrite: Annotated[bool, typer.Option(help="replace an existing file")] = False,
+    overwrite: Annotated[bool, typer.Option(help="replace a file shallowflow wrote")] = False,
 ) -> None:
     """Draw recorded probes of a run directory against flow time."""
     with guard(lambda: "no figure was written"):
-        from shallowflow.errors import OutputError
-        from shallowflow.output import atomic_file, exclusive, record_entries
-        from shallowflow.plots import plot_probes
-        from shallowflow.store import check_run_folder, load_run
+        from shallowflow.plots.probe_plot import plot_run
 
-        check_run_folder(run_dir)
-        target = target or run_dir / "probes.png"
-        if target.suffix.lower() != ".png":
-            raise ValueError(f"--out: must name a .png file, got {str(target)!r}")
-        if target.is_dir():
-            raise ValueError(f"--out: {str(target)!r} is a folder; give a .png file name")
-        if not target.parent.is_dir():
-            raise ValueError(f"--out: the folder of {str(target)!r} does not exist")
-        if target.exists() and not overwrite:
-            raise OutputError(f"--out: {target} exists; pass --overwrite to replace it")
-        ds = load_run(run_dir)
-        fig = plot_probes(ds, [p.strip() for p in probes.split(",") if p.strip()])
-        with exclusive(target, "--out"), atomic_file(target) as tmp:
-            fig.savefig(tmp, dpi=120, format="png")
-        record_entries(target.parent, [target.name])
-    out.print(f"figure written to {target}", highlight=False)
+        written = plot_run(run_dir, [p.strip() for p in probes.split(",") if p.strip()], target,
+                           overwrite)
+    out.print(f"figure written to {written}", highlight=False)
 
 
 @app.command("animate")
@@ -335,25 +320,16 @@ def animate_(
     fps: Annotated[float, typer.Option(help="frames per second")] = 8.0,
     max_frames: Annotated[Optional[int], typer.Option(  # noqa: UP045
         help="at most this many frames, evenly spaced over the records")] = None,
-    overwrite: Annotated[bool, typer.Option(help="replace an existing file")] = False,
+    overwrite: Annotated[bool, typer.Option(help="replace a file shallowflow wrote")] = False,
+    quiet: Annotated[bool, typer.Option(help="no progress")] = False,
 ) -> None:
     """Animate a run's neurons (polar plot) and network function over its recorded snapshots."""
-    target = target or run_dir / "animation.gif"
-    with guard(lambda: f"nothing was written to {target}"):
-        from shallowflow.errors import OutputError, UserError
-        from shallowflow.output import exclusive, record_entries
-        from shallowflow.plots.animate import animate
-        from shallowflow.store import load_run
+    with guard(lambda: f"nothing was written to {target or run_dir / 'animation.gif'}"):
+        from shallowflow.plots.animate import animate_run
 
-        ds = load_run(run_dir)
-        if not 0 <= run < ds.sizes["run"]:
-            raise UserError(f"--run: {run_dir} holds runs 0..{ds.sizes['run'] - 1} (got {run})")
-        if target.exists() and not overwrite:
-            raise OutputError(f"--out: {target} exists; pass --overwrite to replace it")
-        with exclusive(target, "--out"):
-            animate(ds, target, run=run, fps=fps, max_frames=max_frames)
-        record_entries(target.parent, [target.name])
-    out.print(f"animation written to {target}", highlight=False)
+        written = animate_run(run_dir, target, run, fps, max_frames, overwrite,
+                              show_progress=not quiet)
+    out.print(f"animation written to {written}", highlight=False)
 
 
 @app.command()

@@ -16,6 +16,7 @@ ffmpeg binary of ``imageio-ffmpeg`` (the optional extra ``video``). The file app
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from io import BytesIO
 from pathlib import Path
 from typing import IO, Any
@@ -28,8 +29,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from shallowflow.errors import UserError
-from shallowflow.output import atomic_file
+from shallowflow.output import atomic_file, claim_files
 from shallowflow.plots.polar import RunPanels
+from shallowflow.runtime.progress import Phases
+from shallowflow.store import check_run_folder, load_run
 
 FORMATS = (".gif", ".mp4")
 MAX_FPS = {".gif": 50.0, ".mp4": 240.0}
@@ -133,19 +136,79 @@ def frame_indices(count: int, max_frames: int | None = None) -> np.ndarray:
 
 def _writer(suffix: str, fps: float
             ) -> tuple[StreamingGifWriter | StreamingFFMpegWriter, dict[str, Any]]:
-    """The movie writer for a file suffix and the rcParams it needs."""
+    """The movie writer for a file suffix and the rcParams it needs (:func:`check_movie` first)."""
     if suffix == ".gif":
         return StreamingGifWriter(fps=fps), {}
-    try:
-        import imageio_ffmpeg
-    except ImportError:
-        raise UserError(
-            f"path: an MP4 needs the ffmpeg binary of the optional extra '{VIDEO_EXTRA}' "
-            f"(pip install 'shallowflow[{VIDEO_EXTRA}]', or pip install imageio-ffmpeg) "
-            "(got a .mp4 path); or write a .gif, which needs nothing more") from None
+    import imageio_ffmpeg
+
     # the temporary name has no .mp4 suffix, so the container is named explicitly
     return (StreamingFFMpegWriter(fps=fps, codec="h264", extra_args=["-f", "mp4"]),
             {"animation.ffmpeg_path": imageio_ffmpeg.get_ffmpeg_exe()})
+
+
+def check_movie(path: Path, fps: float, path_field: str = "path", fps_field: str = "fps") -> str:
+    """The movie format of ``path`` (its suffix), refused before any work where the suffix is
+    none of :data:`FORMATS`, ``fps`` is outside what the format shows, or an MP4 lacks the
+    optional extra ``video``; errors name ``path_field`` and ``fps_field``."""
+    suffix = path.suffix.lower()
+    if suffix not in FORMATS:
+        raise UserError(f"{path_field}: the movie format is chosen by the suffix, one of "
+                        f"{', '.join(FORMATS)} (got {str(path)!r})")
+    if not 0 < fps <= MAX_FPS[suffix]:
+        raise UserError(f"{fps_field}: must be in (0, {MAX_FPS[suffix]:g}] for a {suffix} "
+                        f"(got {fps!r})")
+    if suffix == ".mp4":
+        try:
+            import imageio_ffmpeg  # noqa: F401
+        except ImportError:
+            raise UserError(
+                f"{path_field}: an MP4 needs the ffmpeg binary of the optional extra "
+                f"'{VIDEO_EXTRA}' (pip install 'shallowflow[{VIDEO_EXTRA}]', or pip install "
+                "imageio-ffmpeg) (got a .mp4 path); or write a .gif, which needs nothing more"
+            ) from None
+    return suffix
+
+
+def check_snapshots(ds: xr.Dataset, field: str = "ds", where: str = "this Dataset") -> None:
+    """Refuse a Dataset without what an animation draws: the snapshots 'a' and 'W' and the
+    initial weights ``W_init`` (``field``, ``where``: how the error names it)."""
+    if "W" not in ds or "a" not in ds:
+        raise UserError(f"{field}: an animation needs the snapshots 'a' and 'W' (record 'a' in "
+                        f"record.probes and set record.snapshots = true); {where} holds "
+                        f"{sorted(map(str, ds.data_vars))}")
+    if "W_init" not in ds:
+        raise UserError(f"{field}: {where} holds no initial weights W_init; it must be what "
+                        "shallowflow run wrote")
+
+
+def frame_bytes(dpi: float = 100.0) -> float:
+    """About the most bytes one frame adds to a file: half a byte per pixel of the largest
+    picture (:class:`~shallowflow.plots.polar.RunPanels`, 9 x 4.2 inches); GIF frames of these
+    pictures take a tenth of that."""
+    return 0.5 * 9.0 * 4.2 * dpi * dpi
+
+
+def write_frames(ds: xr.Dataset, file: Path, suffix: str, run: int, fps: float,
+                 frames: np.ndarray, dpi: float = 100.0,
+                 step: Callable[[], None] | None = None, **options: Any) -> None:
+    """Write the frames ``frames`` (record indices) of run ``run`` to ``file`` as it is (not
+    atomically) in the format ``suffix``, calling ``step()`` after each frame. The inputs are
+    checked: :func:`check_movie`, :func:`check_snapshots`."""
+    import matplotlib as mpl
+    import matplotlib.pyplot as plt
+
+    writer, rc = _writer(suffix, fps)
+    panels = RunPanels(ds, run, dpi=dpi, **options)
+    try:
+        with mpl.rc_context(rc), writer.saving(panels.fig, str(file), dpi):
+            blitter = Blitter(panels.fig, panels.changing)
+            for k in frames:
+                panels.show(int(k))
+                writer.add_rgba(blitter.render())
+                if step is not None:
+                    step()
+    finally:
+        plt.close(panels.fig)
 
 
 def animate(ds: xr.Dataset, path: str | Path, run: int = 0, fps: float = 8.0,
@@ -154,30 +217,42 @@ def animate(ds: xr.Dataset, path: str | Path, run: int = 0, fps: float = 8.0,
     ``video``) atomically and return the path: one frame per recorded snapshot ('a' in
     record.probes, 'W' with record.snapshots = true), at most ``max_frames``
     (:func:`frame_indices`). ``options``: the picture's, as for
-    :func:`shallowflow.plots.polar.polar_figure` (radius, floor, basis, reference, ...)."""
-    import matplotlib as mpl
-    import matplotlib.pyplot as plt
-
+    :func:`shallowflow.plots.polar.polar_figure` (radius, floor, basis, reference, ...). A run
+    folder is animated by :func:`animate_run`."""
     path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix not in FORMATS:
-        raise UserError(f"path: the movie format is chosen by the suffix, one of "
-                        f"{', '.join(FORMATS)} (got {str(path)!r})")
-    if not 0 < fps <= MAX_FPS[suffix]:
-        raise UserError(f"fps: must be in (0, {MAX_FPS[suffix]:g}] for a {suffix} (got {fps!r})")
-    if "W" not in ds or "a" not in ds:
-        raise UserError("ds: an animation needs the snapshots 'a' and 'W' (record 'a' in "
-                        "record.probes and set record.snapshots = true); this Dataset holds "
-                        f"{sorted(ds.data_vars)}")
-    writer, rc = _writer(suffix, fps)
+    suffix = check_movie(path, fps)
+    check_snapshots(ds)
+    frames = frame_indices(ds.sizes["time"], max_frames)
     path.parent.mkdir(parents=True, exist_ok=True)
-    panels = RunPanels(ds, run, dpi=dpi, **options)
-    try:
-        with mpl.rc_context(rc), atomic_file(path) as tmp, writer.saving(panels.fig, str(tmp), dpi):
-            blitter = Blitter(panels.fig, panels.changing)
-            for k in frame_indices(panels.count, max_frames):
-                panels.show(int(k))
-                writer.add_rgba(blitter.render())
-    finally:
-        plt.close(panels.fig)
+    with atomic_file(path) as tmp:
+        write_frames(ds, tmp, suffix, run, fps, frames, dpi, **options)
     return path
+
+
+def animate_run(folder: str | Path, target: str | Path | None = None, run: int = 0,
+                fps: float = 8.0, max_frames: int | None = None, overwrite: bool = False,
+                show_progress: bool = False, field: str = "RUN_DIR") -> Path:
+    """``shallowflow animate``: the animation of run ``run`` of the run folder ``folder``
+    written to ``target`` (default ``FOLDER/animation.gif``). Before any work: the run folder
+    and its files (named as ``field``), the options (named as the command's), the output file
+    (:func:`shallowflow.output.claim_files`: not a folder or a link, replaced only with
+    ``overwrite`` and where shallowflow wrote it, room for its frames), held for the whole
+    call. ``show_progress``: say on stderr what it does, a bar over the frames."""
+    folder = check_run_folder(folder, field)
+    target = Path(target) if target is not None else folder / "animation.gif"
+    suffix = check_movie(target, fps, "--out", "--fps")
+    if max_frames is not None and max_frames < 1:
+        raise UserError(f"--max-frames: must be at least 1 (got {max_frames})")
+    with claim_files([target], overwrite, field_name="--out",
+                     remedy="or pass a smaller --max-frames") as place:
+        phases = Phases("animate", show_progress)
+        ds = load_run(folder, field)
+        if not 0 <= run < ds.sizes["run"]:
+            raise UserError(f"--run: {folder} holds runs 0..{ds.sizes['run'] - 1} (got {run})")
+        check_snapshots(ds, field, str(folder))
+        frames = frame_indices(ds.sizes["time"], max_frames)
+        place.check_disk(len(frames) * frame_bytes())
+        phases.done(f"{ds.sizes['time']} snapshots read from {folder}")
+        with place.writing() as (tmp,), phases.counting("frame(s) drawn", len(frames)) as step:
+            write_frames(ds, tmp, suffix, run, fps, frames, step=step)
+    return target

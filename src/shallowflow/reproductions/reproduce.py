@@ -55,17 +55,9 @@ def _finish(rep: Reproduction, folder: Path, ds: xr.Dataset, params: Params, pre
     each part took (``show_progress``)."""
     import matplotlib.pyplot as plt
 
-    from shallowflow.runtime.progress import console
+    from shallowflow.runtime.progress import Phases
 
-    clock = time.perf_counter()
-
-    def done(what: str) -> None:
-        nonlocal clock
-        if show_progress:
-            console.print(f"{rep.name}: {what} ({time.perf_counter() - clock:.1f} s)",
-                          highlight=False)
-        clock = time.perf_counter()
-
+    done = Phases(rep.name, show_progress).done
     claims = rep.judge(ds, params)
     done(f"{len(claims)} claims judged")
     figures = rep.draw(ds, params)

@@ -5,11 +5,10 @@ error (:data:`console`); neither wraps long lines (paths stay whole in logs). Wh
 terminal (a log file, a batch scheduler) progress is a line every :data:`LINE_INTERVAL` seconds
 with the counts, the elapsed time and an ETA, plus one at the start and one at the end.
 
-The ETA is honest while code compiles: the first update of a task pays for compiling (tens of
-seconds for JAX against milliseconds per step after), so the rate is measured from the first
-update on, ``(completed - c1) / (now - t1)``, and until a second update exists the line says
-``ETA after the first steps`` instead of extrapolating the compile time. Rich's bar does the same
-(its speed ignores the first sample's advance).
+An ETA is the rate since the first step finished, never the first step's: that one includes
+JAX's compilation (seconds, where a later step takes milliseconds), so there is no ETA until a
+second step is done (rich's bar, :func:`make_progress`, estimates the same way). What a command
+does between its bars is said by :class:`Phases`, one line per finished part.
 """
 
 from __future__ import annotations
@@ -48,16 +47,14 @@ class _Task:
     total: float | None
     completed: float
     start: float
-    first: tuple[float, float] | None = None
-    """(time, completed) at the first update that advanced: where the rate is measured from."""
+    first: tuple[float, float] | None = None  # (time, completed) when the first step ended
 
-    def eta(self, now: float) -> str:
-        """The remaining time at the rate since :attr:`first` (compile time excluded)."""
-        if self.first is None or self.completed <= self.first[1]:
-            return "ETA after the first steps"
-        t1, c1 = self.first
-        rate = (self.completed - c1) / max(now - t1, 1e-9)
-        return f"ETA {_clock(((self.total or 0.0) - self.completed) / rate)}"
+    def eta(self, now: float) -> float | None:
+        """Seconds left at the rate since the first step ended (None before a second one)."""
+        if self.first is None or not self.total or self.completed <= self.first[1]:
+            return None
+        rate = (self.completed - self.first[1]) / max(now - self.first[0], 1e-9)
+        return max(self.total - self.completed, 0.0) / rate
 
 
 class LineProgress:
@@ -93,12 +90,14 @@ class LineProgress:
                **_: Any) -> None:
         with self._lock:
             task = self.tasks[task_id]
+            if total is not None and total != task.total:
+                task.total, task.first = total, None  # a new count: its rate starts afresh
+            if completed is not None and completed > task.completed and task.first is None:
+                task.first = (time.monotonic(), completed)
             if completed is not None:
                 if task.first is None and completed > task.completed:
                     task.first = (time.monotonic(), completed)
                 task.completed = completed
-            if total is not None:
-                task.total = total
             self._emit()
 
     def advance(self, task_id: int, advance: float = 1) -> None:
@@ -119,11 +118,10 @@ class LineProgress:
             if task.total:
                 frac = task.completed / task.total
                 text += f"/{task.total:g} ({100 * frac:.0f}%)"
-                elapsed = now - task.start
-                if 0 < frac < 1:
-                    text += f", elapsed {_clock(elapsed)}, {task.eta(now)}"
-                else:
-                    text += f", elapsed {_clock(elapsed)}"
+                text += f", elapsed {_clock(now - task.start)}"
+                eta = task.eta(now) if frac < 1 else None
+                if eta is not None:
+                    text += f", ETA {_clock(eta)}"
             parts.append(text)
         return time.strftime("%H:%M:%S") + " " + " | ".join(parts)
 
@@ -159,3 +157,33 @@ def step_progress(description: str, enabled: bool = True) -> Iterator[Callable[[
             bar.update(task, completed=done, total=total)
 
         yield update
+
+
+class Phases:
+    """Lines on stderr saying what a command has finished and how long it took:
+    :meth:`done` prints ``PREFIX: WHAT (S s)``, the seconds since the previous line (or since
+    this object was made); silent where not ``enabled`` (``--quiet``)."""
+
+    def __init__(self, prefix: str, enabled: bool = True) -> None:
+        self.prefix, self.enabled = prefix, enabled
+        self.clock = time.perf_counter()
+
+    def say(self, what: str) -> None:
+        """A line ``PREFIX: WHAT`` (what is about to start, when it may take a while)."""
+        if self.enabled:
+            console.print(f"{self.prefix}: {what}", highlight=False, markup=False)
+
+    def done(self, what: str) -> None:
+        """A line ``PREFIX: WHAT (S s)``; the clock starts again."""
+        self.say(f"{what} ({time.perf_counter() - self.clock:.1f} s)")
+        self.clock = time.perf_counter()
+
+    @contextlib.contextmanager
+    def counting(self, what: str, total: int) -> Iterator[Callable[[], None]]:
+        """A bar (or lines) of ``total`` items while the block runs; the block calls the yielded
+        function after each item (its ETA comes from the items after the first, which
+        compiles). Then a line ``PREFIX: N WHAT (S s)``."""
+        with make_progress(self.enabled) as bar:
+            task = bar.add_task(f"{self.prefix}: {what}", total=total)
+            yield lambda: bar.advance(task)
+        self.done(f"{total} {what}")
