@@ -7,8 +7,6 @@ import json
 import subprocess
 import sys
 
-import pytest
-
 from shallowflow.reproductions import catalogue, lookup
 from shallowflow.reproductions.index import PAPERS
 
@@ -50,10 +48,20 @@ def test_importing_shallowflow_imports_no_reproduction():
     assert json.loads(out.splitlines()[-1]) == []
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_lookup_imports_exactly_its_module(name):
-    assert _imported(f"from shallowflow.reproductions import lookup; lookup({name!r})") == [
-        _modules()[name]]
+def test_lookup_imports_exactly_its_module():
+    """Every name in turn, in one fresh interpreter: looking a name up adds exactly its own
+    module to the catalogue's modules imported so far (one that imported another name's module
+    would add two; the names' modules are distinct, so each is new when its turn comes)."""
+    code = ("import json, sys\nfrom shallowflow.reproductions import lookup\n"
+            f"mods = {sorted(set(_modules().values()))!r}\nadded = {{}}\n"
+            f"for name in {NAMES!r}:\n"
+            "    before = {m for m in mods if m in sys.modules}\n"
+            "    lookup(name)\n"
+            "    added[name] = sorted({m for m in mods if m in sys.modules} - before)\n"
+            "print(json.dumps(added))")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True).stdout
+    assert json.loads(out.splitlines()[-1]) == {name: [_modules()[name]] for name in NAMES}
 
 
 def test_every_entry_holds_the_reproduction_of_its_name():
