@@ -37,7 +37,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from shallowflow.errors import OutputError, ResourceError, human
+from shallowflow.errors import OutputError, ResourceError, human, shown
 from shallowflow.machine import free_disk
 
 MARKER = ".shallowflow"
@@ -75,10 +75,10 @@ def plain_output(out: str | Path, field_name: str = "out") -> Path:
     path = Path(out)
     absolute = Path(os.path.abspath(path))
     if path.name in ("", ".", "..") or absolute == absolute.parent:
-        raise OutputError(f"{field_name}: {str(out)!r} names no folder of its own; give the "
+        raise OutputError(f"{field_name}: {shown(out)} names no folder of its own; give the "
                           "name of a new folder, e.g. runs/NAME")
     if absolute == Path.cwd() or absolute in Path.cwd().parents:
-        raise OutputError(f"{field_name}: {str(out)!r} is the current folder or one above it; "
+        raise OutputError(f"{field_name}: {shown(out)} is the current folder or one above it; "
                           "give the name of a new folder")
     return path
 
@@ -132,21 +132,21 @@ def check_replaceable(out: Path, field_name: str = "out") -> None:
     """Refuse replacing the existing ``out`` unless it is a folder shallowflow made holding
     nothing else (see the module's rule 1)."""
     if out.is_symlink():
-        raise OutputExistsError(f"{field_name}: {str(out)!r} is a symbolic link; --overwrite "
+        raise OutputExistsError(f"{field_name}: {shown(out)} is a symbolic link; --overwrite "
                                 "replaces only a folder shallowflow made: give the folder "
                                 "itself, or a new name")
     if not out.is_dir():
-        raise OutputExistsError(f"{field_name}: {str(out)!r} exists and is not a folder")
+        raise OutputExistsError(f"{field_name}: {shown(out)} exists and is not a folder")
     foreign = foreign_entries(out)
     if foreign is None:
         raise OutputExistsError(
-            f"{field_name}: {str(out)!r} was not made by shallowflow (it holds no {MARKER} "
+            f"{field_name}: {shown(out)} was not made by shallowflow (it holds no {MARKER} "
             "marker); --overwrite replaces only folders shallowflow made: remove it yourself or "
             "choose a new folder")
     if foreign:
         more = f" and {len(foreign) - SHOWN} more" if len(foreign) > SHOWN else ""
         raise OutputExistsError(
-            f"{field_name}: {str(out)!r} holds {', '.join(foreign[:SHOWN])}{more}, which "
+            f"{field_name}: {shown(out)} holds {', '.join(foreign[:SHOWN])}{more}, which "
             "shallowflow did not write; --overwrite never deletes them: move them away or "
             "choose a new folder")
 
@@ -161,22 +161,22 @@ def check_output_dir(out: str | Path, overwrite: bool = False, need: float = 0.0
     out = plain_output(out)
     if resume and out.exists():
         if out.is_symlink() or not out.is_dir():
-            raise OutputExistsError(f"out: {str(out)!r} is not a folder to resume")
+            raise OutputExistsError(f"out: {shown(out)} is not a folder to resume")
     elif out.exists() or out.is_symlink():
         if not overwrite:
             raise OutputExistsError(
-                f"out: {str(out)!r} already exists; choose a new folder or pass --overwrite")
+                f"out: {shown(out)} already exists; choose a new folder or pass --overwrite")
         check_replaceable(out)
     base = out.parent
     while not base.exists() and base != base.parent:
         base = base.parent
     if not base.is_dir():
-        raise OutputError(f"out: {str(out)!r} cannot be created: {str(base)!r} is a file, "
+        raise OutputError(f"out: {shown(out)} cannot be created: {shown(base)} is a file, "
                           "not a folder")
     try:
         Path(tempfile.mkdtemp(prefix=f".{out.name}.probe-", dir=base)).rmdir()
     except OSError as err:
-        raise OutputError(f"out: cannot write in {str(base)!r} ({err.strerror}); choose a "
+        raise OutputError(f"out: cannot write in {shown(base)} ({err.strerror}); choose a "
                           "writable place") from None
     check_disk(base, need, force)
     return out
@@ -188,7 +188,7 @@ def check_disk(folder: Path, need: float, force: bool = False) -> None:
     free = free_disk(folder)
     if need > free and not force:
         raise ResourceError(
-            f"out: the results need about {human(need)}, {str(folder)!r} has {human(free)} free; "
+            f"out: the results need about {human(need)}, {shown(folder)} has {human(free)} free; "
             "free some space, choose another place, record less, or pass --force to try anyway")
 
 
@@ -237,7 +237,7 @@ def _made_parents(folder: Path) -> Iterator[None]:
         for parent in made:
             with contextlib.suppress(OSError):
                 parent.rmdir()
-        raise OutputError(f"out: cannot create {str(folder)!r} ({err.strerror}); choose a "
+        raise OutputError(f"out: cannot create {shown(folder)} ({err.strerror}); choose a "
                           "writable place") from None
     try:
         yield
@@ -257,7 +257,7 @@ def exclusive(target: Path, field_name: str = "out") -> Iterator[None]:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as err:
-            raise OutputError(f"{field_name}: cannot write in {str(target.parent)!r} "
+            raise OutputError(f"{field_name}: cannot write in {shown(target.parent)} "
                               f"({err.strerror}); choose a writable place") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -265,10 +265,10 @@ def exclusive(target: Path, field_name: str = "out") -> Iterator[None]:
             holder = _read_holder(fd)
             os.close(fd)
             if err.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                raise OutputError(f"{field_name}: cannot lock {str(path)!r} ({err.strerror})") \
+                raise OutputError(f"{field_name}: cannot lock {shown(path)} ({err.strerror})") \
                     from None
             raise OutputError(
-                f"{field_name}: {str(target)!r} is being written by another shallowflow command"
+                f"{field_name}: {shown(target)} is being written by another shallowflow command"
                 f"{holder}; wait for it to finish, or choose another place") from None
         try:  # the file may have been removed by its last holder between open and lock
             same = os.fstat(fd).st_ino == os.stat(path).st_ino
@@ -328,13 +328,13 @@ class OutputFolder:
             return
         try:
             if not self.existed:
-                raise OutputExistsError(f"out: {str(out)!r} appeared while this command ran")
+                raise OutputExistsError(f"out: {shown(out)} appeared while this command ran")
             check_replaceable(out)
         except OutputExistsError as err:
             kept = out.with_name(f"{out.name}.new-{uuid.uuid4().hex[:6]}")
             tmp.rename(kept)
             raise OutputExistsError(f"{err}; it was left as it is, and this command's finished "
-                                    f"results are in {str(kept)!r}") from None
+                                    f"results are in {shown(kept)}") from None
         trash = out.parent / tmp_name(out.name)
         out.rename(trash)
         tmp.rename(out)

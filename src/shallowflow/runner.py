@@ -10,7 +10,7 @@ from typing import get_args
 import xarray as xr
 
 from shallowflow.config import Experiment, dump_toml, read_mapping
-from shallowflow.errors import OutputError, UserError
+from shallowflow.errors import OutputError, UserError, shown
 from shallowflow.output import atomic_file, claim, exclusive, record_entries
 from shallowflow.stationary import certify_dataset, end_table
 from shallowflow.stationary.polish import PolishMethod
@@ -63,7 +63,7 @@ def certify_run(folder: str | Path, polish: str = "none", at: str = "final",
         raise UserError(f"{folder}: holds no data.nc, so the loss cannot be evaluated; certify "
                         "takes a run folder written by shallowflow run")
     if polish not in POLISH_METHODS:
-        raise UserError(f"--polish: unknown method (got {polish!r}); allowed: "
+        raise UserError(f"--polish: unknown method (got {shown(polish)}); allowed: "
                         f"{', '.join(POLISH_METHODS)}")
     with exclusive(folder / "end_state", "end_state"):
         return _certify(folder, polish, at, overwrite)
@@ -83,7 +83,7 @@ def _certify(folder: Path, polish: str, at: str, overwrite: bool) -> xr.Dataset:
     if at != "final":
         if not at.lstrip("-").isdigit() or not -ds.sizes["time"] <= int(at) < ds.sizes["time"]:
             raise UserError(f"--at: must be 'final' or a record index in "
-                            f"{-ds.sizes['time']}..{ds.sizes['time'] - 1} (got {at!r})")
+                            f"{-ds.sizes['time']}..{ds.sizes['time'] - 1} (got {shown(at)})")
         if "a" not in ds or "W" not in ds:
             raise UserError(f"--at: {folder} recorded no snapshots of a and W (record the "
                             "probes 'a' and 'W'); only 'final' can be certified")

@@ -22,7 +22,7 @@ from typing import Any
 
 import xarray as xr
 
-from shallowflow.errors import UserError
+from shallowflow.errors import UserError, shown
 from shallowflow.output import atomic_file, write_text
 
 PARAM_VARS = ("a_init", "W_init", "a_final", "W_final", "W", "log_norm_final", "log_abs_a_final")
@@ -109,10 +109,12 @@ def read_record(path: Path, field: str) -> dict[str, Any]:
     try:
         record = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise UserError(f"{field}: {path} is damaged or unreadable ({err}); it must be the "
-                        "JSON file shallowflow wrote") from None
+        detail = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise UserError(f"{field}: {shown(path)} is damaged or unreadable "
+                        f"({shown(detail, bare=True)}); it must be the JSON file shallowflow "
+                        "wrote") from None
     if not isinstance(record, dict):
-        raise UserError(f"{field}: {path} is damaged: it holds {type(record).__name__} "
+        raise UserError(f"{field}: {shown(path)} is damaged: it holds {type(record).__name__} "
                         f"{json.dumps(record)[:40]}, not the JSON object shallowflow wrote")
     return record
 
@@ -133,7 +135,7 @@ def check_run_folder(folder: str | Path) -> Path:
     """``folder`` if it holds a run's results, else the error that says so (before any work)."""
     folder = Path(folder)
     if not (folder / "results.nc").is_file():
-        raise FileNotFoundError(f"run: {str(folder)!r} holds no results.nc; is it a run folder?")
+        raise FileNotFoundError(f"run: {shown(folder)} holds no results.nc; is it a run folder?")
     return folder
 
 

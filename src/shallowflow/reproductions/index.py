@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from shallowflow.config import ConfigError
+from shallowflow.errors import shown
 
 if TYPE_CHECKING:
     from shallowflow.reproductions.base import Reproduction
@@ -56,5 +57,5 @@ def lookup(name: str) -> Reproduction:
     allowed names when it is unknown)."""
     reps = catalogue()
     if name not in reps:
-        raise ConfigError(f"name: unknown reproduction {name!r}; allowed: {', '.join(reps)}")
+        raise ConfigError(f"name: unknown reproduction {shown(name)}; allowed: {', '.join(reps)}")
     return reps[name]
