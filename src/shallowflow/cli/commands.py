@@ -22,13 +22,21 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
-from shallowflow.cli.process import fail, guard, handle_signals, owns_process, without_dask_arrays
+from shallowflow.cli.process import (
+    Commands,
+    fail,
+    guard,
+    handle_signals,
+    owns_process,
+    without_dask_arrays,
+)
 from shallowflow.cli.process import run as run_process
 from shallowflow.errors import EXIT_INTERRUPTED
 from shallowflow.runtime.progress import console, out
 from shallowflow.training.preflight import REFERENCE_FLOPS, Estimate, estimate, human
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  cls=Commands,
                   help="Simulate, measure and predict how one-hidden-layer ReLU networks learn.")
 
 
