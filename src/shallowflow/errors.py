@@ -100,7 +100,7 @@ def human(nbytes: float) -> str:
 SHOWN = 80
 """How many characters of a value an error message echoes (:func:`shown`)."""
 
-SHOWN_PATH = 200
+SHOWN_PATH = 120
 """How many characters of a path an error message echoes: a user reads a path to act on it."""
 
 LINE = 400
@@ -123,7 +123,7 @@ def _cut(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     tail = limit // 3
-    return f"{text[:limit - tail]}…{text[-tail:]}"
+    return f"{text[:limit - tail - 1]}…{text[-tail:]}"
 
 
 def shown(value: object, bare: bool = False, limit: int = SHOWN) -> str:

@@ -130,7 +130,8 @@ def foreign_entries(folder: Path) -> list[str] | None:
 
 def check_replaceable(out: Path, field_name: str = "out") -> None:
     """Refuse replacing the existing ``out`` unless it is a folder shallowflow made holding
-    nothing else (see the module's rule 1)."""
+    nothing else (see the module's rule 1) that this user can empty (every folder in it
+    writable: replacing it half would leave the old folder beside the new one)."""
     if out.is_symlink():
         raise OutputExistsError(f"{field_name}: {shown(out)} is a symbolic link; --overwrite "
                                 "replaces only a folder shallowflow made: give the folder "
@@ -146,9 +147,17 @@ def check_replaceable(out: Path, field_name: str = "out") -> None:
     if foreign:
         more = f" and {len(foreign) - SHOWN} more" if len(foreign) > SHOWN else ""
         raise OutputExistsError(
-            f"{field_name}: {shown(out)} holds {', '.join(foreign[:SHOWN])}{more}, which "
+            f"{field_name}: {shown(out)} holds "
+            f"{', '.join(shown(name, bare=True) for name in foreign[:SHOWN])}{more}, which "
             "shallowflow did not write; --overwrite never deletes them: move them away or "
             "choose a new folder")
+    locked = next((Path(top) for top, _, _ in os.walk(out)
+                   if not os.access(top, os.W_OK | os.X_OK)), None)
+    if locked is not None:
+        raise OutputExistsError(
+            f"{field_name}: {shown(out)} cannot be replaced: this user cannot remove what "
+            f"{shown(locked)} holds (no write permission); check its permissions or choose a new "
+            "folder")
 
 
 def check_output_dir(out: str | Path, overwrite: bool = False, need: float = 0.0,

@@ -57,10 +57,10 @@ def certify_run(folder: str | Path, polish: str = "none", at: str = "final",
     or a record index of the snapshots a, W. Everything is checked before any work."""
     folder = Path(folder)
     if not (folder / "results.nc").is_file():
-        raise UserError(f"{folder}: holds no results.nc; certify takes a run folder (written "
+        raise UserError(f"run: {shown(folder)} holds no results.nc; certify takes a run folder (written "
                         "by shallowflow run)")
     if not (folder / "data.nc").is_file():
-        raise UserError(f"{folder}: holds no data.nc, so the loss cannot be evaluated; certify "
+        raise UserError(f"run: {shown(folder)} holds no data.nc, so the loss cannot be evaluated; certify "
                         "takes a run folder written by shallowflow run")
     if polish not in POLISH_METHODS:
         raise UserError(f"--polish: unknown method (got {shown(polish)}); allowed: "

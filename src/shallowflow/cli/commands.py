@@ -255,7 +255,8 @@ def reproduce(
                 f"when complete); {again}")
 
     with guard(state), contextlib.ExitStack() as stack:
-        from shallowflow.reproductions import catalogue, rejudge, run_reproduction
+        from shallowflow.errors import shown
+        from shallowflow.reproductions import catalogue, lookup, rejudge, run_reproduction
         from shallowflow.runtime.executors import make_executor
         from shallowflow.training.certificates import Precision
 
@@ -263,7 +264,7 @@ def reproduce(
         if from_ is not None and (name == "all" or set_ or not precision.default):
             raise ValueError("--from: re-judges one saved reproduction as it was run; give one "
                              "NAME and no --set, --dtype or --certify-precision")
-        names[:] = list(catalogue()) if name == "all" else [name]
+        names[:] = list(catalogue()) if name == "all" else [lookup(name).name]
         runner = make_executor(executor, address, workers)  # refused before any work if unknown
         if from_ is None:
             runner.check()
@@ -271,11 +272,13 @@ def reproduce(
         for item in names:
             folder = out_dir / item if name == "all" else out_dir
             if from_ is not None:
-                console.print(f"[bold]{item}[/] (re-judged from {from_})", highlight=False)
+                console.print(f"[bold]{item}[/] (re-judged from {escape(shown(from_))})",
+                              highlight=False)
                 _, claims = rejudge(item, from_, folder, overwrite=overwrite,
                                     show_progress=not quiet)
             else:
-                console.print(f"[bold]{item}[/] (preset {preset})", highlight=False)
+                console.print(f"[bold]{item}[/] (preset {escape(shown(preset, bare=True))})",
+                              highlight=False)
                 _, claims = run_reproduction(item, folder, preset, set_ or [],
                                              overwrite=overwrite, show_progress=not quiet,
                                              executor=runner, force=force, resume=resume,
