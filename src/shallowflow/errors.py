@@ -7,14 +7,22 @@ A problem a user can cause (a value, a file, the output location, the machine's 
 
 and exits with code 2, before any work starts and with nothing written. Anything else is an
 internal error: the command line says so, prints the traceback and asks for a report.
+
+A value a user gave is echoed through :func:`shown` (escaped, at most :data:`SHOWN` characters of
+it), and every line printed is one printable line of bounded length (:func:`error_lines`), so a
+1 MB string, a huge list or a file name holding a newline never floods the terminal or forges a
+second line.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import traceback
+from collections.abc import Sized
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
 
 class UserError(ValueError):
@@ -113,21 +121,100 @@ def human(nbytes: float) -> str:
     return f"{nbytes:.3g} EiB"
 
 
-def file_problem(path: Path) -> str | None:
-    """Why ``path`` is not a regular file this process can read, in words (None: it is one)."""
-    if path.is_symlink() and not path.exists():
-        return "is a broken symbolic link (or a loop of links)"
-    if not path.exists():
-        return "no such file"
-    if path.is_dir():
+SHOWN = 80
+"""How many characters of a value an error message echoes (:func:`shown`)."""
+
+SHOWN_PATH = 120
+"""How many characters of a path an error message echoes: a user reads a path to act on it."""
+
+LINE = 400
+"""The longest line an error prints (:func:`error_lines`); longer ones are cut in the middle."""
+
+
+def printable(text: str) -> str:
+    """``text`` with every character a terminal would act on (newline, carriage return, escape,
+    the Unicode line separators and direction overrides) written as its escape, so it stays one
+    visible line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                   for c in text)
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` cut in the middle to about ``limit`` characters (head and tail kept: a path's
+    end names the file)."""
+    if len(text) <= limit:
+        return text
+    tail = limit // 3
+    return f"{text[:limit - tail - 1]}…{text[-tail:]}"
+
+
+def shown(value: object, bare: bool = False, limit: int = SHOWN) -> str:
+    """A value a user gave, as an error message echoes it: its ``repr`` (a path as its quoted
+    text, up to :data:`SHOWN_PATH` characters; ``bare``: without quotes, for field paths and file
+    names), every control character escaped, cut in the middle to ``limit`` characters with the
+    full size stated (``'xxxx…xx' (1000000 characters)``, ``[1, 1, …, 1] (100000 items)``)."""
+    if isinstance(value, PurePath):
+        value, limit = str(value), max(limit, SHOWN_PATH)
+    if isinstance(value, str):
+        text = printable(value) if bare else repr(value)
+        size = f"{len(value)} characters"
+    else:
+        try:
+            text = " ".join(repr(value).split())  # an array's repr spans lines
+        except ValueError:  # an integer beyond Python's digit limit for str()
+            return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"  # type: ignore[attr-defined]
+        text = printable(text)
+        size = (f"{len(value)} bytes" if isinstance(value, bytes) else
+                f"{len(value)} items" if isinstance(value, Sized) else f"{len(text)} characters")
+    return text if len(text) <= limit else f"{_cut(text, limit)} ({size})"
+
+
+def shown_name(path: str | PurePath) -> str:
+    """A file's name (its last part), as an error message names it: :func:`shown` bare."""
+    return shown(PurePath(path).name, bare=True)
+
+
+def file_problem(path: str | PurePath) -> str | None:
+    """Why ``path`` is not a regular file this process can read, in words (None: it is one).
+    Asking never raises: a folder above it that may not be searched, a name too long or a loop
+    of links is an answer too."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "is a broken symbolic link" if os.path.islink(path) else "no such file"
+    except PermissionError:
+        return "cannot be read (permission denied on a folder above it)"
+    except OSError as err:
+        return {errno.ELOOP: "is a broken symbolic link (or a loop of links)",
+                errno.ENAMETOOLONG: "has too long a name",
+                errno.ENOTDIR: "no such file (a part of its path is a file, not a folder)"}.get(
+            err.errno or 0, f"cannot be read ({err.strerror})")
+    if stat.S_ISDIR(st.st_mode):
         return "is a folder, not a file"
-    if not path.is_file():
+    if not stat.S_ISREG(st.st_mode):
         return "is not a regular file (a FIFO, device or socket)"
     if not os.access(path, os.R_OK):
         return "cannot be read (permission denied)"
     return None
 
 
+def file_refusal(path: str | PurePath, field: str, allowed: str) -> str | None:
+    """The error message for an input file that is not a regular file this process can read
+    (:func:`file_problem`): ``field``, the path (:func:`shown`), the problem and what is
+    ``allowed``; None where the file can be read."""
+    problem = file_problem(path)
+    if problem is None:
+        return None
+    if problem == "no such file":
+        return f"{field}: no such file ({shown(PurePath(path))}); allowed: {allowed}"
+    return f"{field}: {shown(PurePath(path))} {problem}; allowed: {allowed}"
+
+
 def error_lines(err: BaseException) -> list[str]:
-    """The lines of a user error's message, each to be printed after ``error: ``."""
-    return [line.strip() for line in str(err).splitlines() if line.strip()] or [type(err).__name__]
+    """The lines of a user error's message, each to be printed after ``error: ``: printable
+    (:func:`printable`) and at most :data:`LINE` characters (cut in the middle, so the start
+    naming the field and the end saying what is allowed remain), whatever a message echoed."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return [_cut(printable(line), LINE) for line in lines] or [type(err).__name__]

@@ -43,7 +43,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from shallowflow.errors import DiskFull, OutputError, ResourceError, human
+from shallowflow.errors import DiskFull, OutputError, ResourceError, human, shown
 from shallowflow.machine import free_disk
 
 MARKER = ".shallowflow"
@@ -83,10 +83,10 @@ def plain_output(out: str | Path, field_name: str = "out") -> Path:
     path = Path(out)
     absolute = Path(os.path.abspath(path))
     if path.name in ("", ".", "..") or absolute == absolute.parent:
-        raise OutputError(f"{field_name}: {str(out)!r} names no folder of its own; give the "
+        raise OutputError(f"{field_name}: {shown(out)} names no folder of its own; give the "
                           "name of a new folder, e.g. runs/NAME")
     if absolute == Path.cwd() or absolute in Path.cwd().parents:
-        raise OutputError(f"{field_name}: {str(out)!r} is the current folder or one above it; "
+        raise OutputError(f"{field_name}: {shown(out)} is the current folder or one above it; "
                           "give the name of a new folder")
     return path
 
@@ -138,25 +138,34 @@ def foreign_entries(folder: Path) -> list[str] | None:
 
 def check_replaceable(out: Path, field_name: str = "out") -> None:
     """Refuse replacing the existing ``out`` unless it is a folder shallowflow made holding
-    nothing else (see the module's rule 1)."""
+    nothing else (see the module's rule 1) that this user can empty (every folder in it
+    writable: replacing it half would leave the old folder beside the new one)."""
     if out.is_symlink():
-        raise OutputExistsError(f"{field_name}: {str(out)!r} is a symbolic link; --overwrite "
+        raise OutputExistsError(f"{field_name}: {shown(out)} is a symbolic link; --overwrite "
                                 "replaces only a folder shallowflow made: give the folder "
                                 "itself, or a new name")
     if not out.is_dir():
-        raise OutputExistsError(f"{field_name}: {str(out)!r} exists and is not a folder")
+        raise OutputExistsError(f"{field_name}: {shown(out)} exists and is not a folder")
     foreign = foreign_entries(out)
     if foreign is None:
         raise OutputExistsError(
-            f"{field_name}: {str(out)!r} was not made by shallowflow (it holds no {MARKER} "
+            f"{field_name}: {shown(out)} was not made by shallowflow (it holds no {MARKER} "
             "marker); --overwrite replaces only folders shallowflow made: remove it yourself or "
             "choose a new folder")
     if foreign:
         more = f" and {len(foreign) - SHOWN} more" if len(foreign) > SHOWN else ""
         raise OutputExistsError(
-            f"{field_name}: {str(out)!r} holds {', '.join(foreign[:SHOWN])}{more}, which "
+            f"{field_name}: {shown(out)} holds "
+            f"{', '.join(shown(name, bare=True) for name in foreign[:SHOWN])}{more}, which "
             "shallowflow did not write; --overwrite never deletes them: move them away or "
             "choose a new folder")
+    locked = next((Path(top) for top, _, _ in os.walk(out)
+                   if not os.access(top, os.W_OK | os.X_OK)), None)
+    if locked is not None:
+        raise OutputExistsError(
+            f"{field_name}: {shown(out)} cannot be replaced: this user cannot remove what "
+            f"{shown(locked)} holds (no write permission); check its permissions or choose a new "
+            "folder")
 
 
 def check_output_dir(out: str | Path, overwrite: bool = False, need: float = 0.0,
@@ -169,11 +178,11 @@ def check_output_dir(out: str | Path, overwrite: bool = False, need: float = 0.0
     out = plain_output(out)
     if resume and out.exists():
         if out.is_symlink() or not out.is_dir():
-            raise OutputExistsError(f"out: {str(out)!r} is not a folder to resume")
+            raise OutputExistsError(f"out: {shown(out)} is not a folder to resume")
     elif out.exists() or out.is_symlink():
         if not overwrite:
             raise OutputExistsError(
-                f"out: {str(out)!r} already exists; choose a new folder or pass --overwrite")
+                f"out: {shown(out)} already exists; choose a new folder or pass --overwrite")
         check_replaceable(out)
     check_place(out, "out", need, force)
     return out
@@ -189,12 +198,12 @@ def check_place(out: Path, field_name: str = "out", need: float = 0.0, force: bo
     while not base.exists() and base != base.parent:
         base = base.parent
     if not base.is_dir():
-        raise OutputError(f"{field_name}: {str(out)!r} cannot be created: {str(base)!r} is a "
+        raise OutputError(f"{field_name}: {shown(out)} cannot be created: {shown(base)} is a "
                           "file, not a folder")
     try:
         Path(tempfile.mkdtemp(prefix=f".{out.name}.probe-", dir=base)).rmdir()
     except OSError as err:
-        raise OutputError(f"{field_name}: cannot write in {str(base)!r} ({err.strerror}); "
+        raise OutputError(f"{field_name}: cannot write in {shown(base)} ({err.strerror}); "
                           "choose a writable place") from None
     check_disk(base, need, force, field_name, remedy)
 
@@ -206,7 +215,7 @@ def check_disk(folder: Path, need: float, force: bool = False, field_name: str =
     free = free_disk(folder)
     if need > free and not force:
         raise ResourceError(
-            f"{field_name}: the results need about {human(need)}, {str(folder)!r} has "
+            f"{field_name}: the results need about {human(need)}, {shown(folder)} has "
             f"{human(free)} free; free some space, choose another place, {remedy}")
 
 
@@ -255,7 +264,7 @@ def _made_parents(folder: Path) -> Iterator[None]:
         for parent in made:
             with contextlib.suppress(OSError):
                 parent.rmdir()
-        raise OutputError(f"out: cannot create {str(folder)!r} ({err.strerror}); choose a "
+        raise OutputError(f"out: cannot create {shown(folder)} ({err.strerror}); choose a "
                           "writable place") from None
     try:
         yield
@@ -275,7 +284,7 @@ def exclusive(target: Path, field_name: str = "out") -> Iterator[None]:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as err:
-            raise OutputError(f"{field_name}: cannot write in {str(target.parent)!r} "
+            raise OutputError(f"{field_name}: cannot write in {shown(target.parent)} "
                               f"({err.strerror}); choose a writable place") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -283,10 +292,10 @@ def exclusive(target: Path, field_name: str = "out") -> Iterator[None]:
             holder = _read_holder(fd)
             os.close(fd)
             if err.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                raise OutputError(f"{field_name}: cannot lock {str(path)!r} ({err.strerror})") \
+                raise OutputError(f"{field_name}: cannot lock {shown(path)} ({err.strerror})") \
                     from None
             raise OutputError(
-                f"{field_name}: {str(target)!r} is being written by another shallowflow command"
+                f"{field_name}: {shown(target)} is being written by another shallowflow command"
                 f"{holder}; wait for it to finish, or choose another place") from None
         try:  # the file may have been removed by its last holder between open and lock
             same = os.fstat(fd).st_ino == os.stat(path).st_ino
@@ -348,13 +357,13 @@ class OutputFolder:
             return
         try:
             if not self.existed:
-                raise OutputExistsError(f"out: {str(out)!r} appeared while this command ran")
+                raise OutputExistsError(f"out: {shown(out)} appeared while this command ran")
             check_replaceable(out)
         except OutputExistsError as err:
             kept = out.with_name(f"{out.name}.new-{uuid.uuid4().hex[:6]}")
             tmp.rename(kept)
             raise OutputExistsError(f"{err}; it was left as it is, and this command's finished "
-                                    f"results are in {str(kept)!r}") from None
+                                    f"results are in {shown(kept)}") from None
         trash = out.parent / tmp_name(out.name)
         out.rename(trash)
         tmp.rename(out)
@@ -383,24 +392,24 @@ def check_output_file(path: Path, overwrite: bool = False, field_name: str = "ou
     file, where it exists (unless ``overwrite``) and, with ``overwrite``, where its folder's
     marker does not list it (shallowflow did not write it: see the module's rule 1)."""
     if path.is_symlink():
-        raise OutputExistsError(f"{field_name}: {str(path)!r} is a symbolic link; shallowflow "
+        raise OutputExistsError(f"{field_name}: {shown(path)} is a symbolic link; shallowflow "
                                 "replaces only plain files it made: give another name")
     if not path.exists():
         return
     if path.is_dir():
-        raise OutputExistsError(f"{field_name}: {str(path)!r} is a folder, not a file; it is "
+        raise OutputExistsError(f"{field_name}: {shown(path)} is a folder, not a file; it is "
                                 "never replaced by a file: move it away or give another name")
     if not path.is_file():
-        raise OutputExistsError(f"{field_name}: {str(path)!r} is not a regular file (a FIFO, "
+        raise OutputExistsError(f"{field_name}: {shown(path)} is not a regular file (a FIFO, "
                                 "device or socket); give another name")
     if not overwrite:
-        raise OutputExistsError(f"{field_name}: {str(path)!r} already exists; pass --overwrite "
+        raise OutputExistsError(f"{field_name}: {shown(path)} already exists; pass --overwrite "
                                 "to replace it")
     marker = read_marker(path.parent)
     if marker is None or path.name not in marker["entries"]:
         why = (f"its folder holds no {MARKER} marker" if marker is None
                else f"the {MARKER} marker of its folder does not list it")
-        raise OutputExistsError(f"{field_name}: {str(path)!r} is not known to be "
+        raise OutputExistsError(f"{field_name}: {shown(path)} is not known to be "
                                 f"shallowflow's ({why}); --overwrite replaces only files "
                                 "shallowflow wrote: move it away or give another name")
 
@@ -443,7 +452,7 @@ class OutputFiles:
             yield tmps
             for path in self.paths:
                 if path not in self.existed and (path.exists() or path.is_symlink()):
-                    raise OutputExistsError(f"{self.field_name}: {str(path)!r} appeared while "
+                    raise OutputExistsError(f"{self.field_name}: {shown(path)} appeared while "
                                             "this command ran; it was left as it is and "
                                             "nothing was written")
                 check_output_file(path, True, self.field_name)

@@ -10,7 +10,7 @@ from typing import get_args
 import xarray as xr
 
 from shallowflow.config import Experiment, dump_toml, read_mapping
-from shallowflow.errors import UserError
+from shallowflow.errors import UserError, shown
 from shallowflow.output import claim, claim_files
 from shallowflow.runtime.progress import Phases
 from shallowflow.stationary import certify_dataset, end_table
@@ -71,10 +71,10 @@ def certify_run(folder: str | Path, polish: str = "none", at: str = "final",
     ``show_progress``: say on stderr what it does, a bar over the runs."""
     folder = check_run_folder(folder, field, NEEDS)
     if polish not in POLISH_METHODS:
-        raise UserError(f"--polish: unknown method (got {polish!r}); allowed: "
+        raise UserError(f"--polish: unknown method (got {shown(polish)}); allowed: "
                         f"{', '.join(POLISH_METHODS)}")
     if at != "final" and not at.lstrip("-").isdigit():
-        raise UserError(f"--at: must be 'final' or a record index (got {at!r})")
+        raise UserError(f"--at: must be 'final' or a record index (got {shown(at)})")
     files = [folder / name for name in END_STATE_FILES]
     need = 2 * sum(f.stat().st_size for f in (folder / "params.nc", folder / "results.nc")
                    if f.is_file())  # polished networks beside the end states: at most this
@@ -116,7 +116,7 @@ def _record_index(ds: xr.Dataset, at: str, folder: Path, field: str) -> str | in
         return at
     if not -ds.sizes["time"] <= int(at) < ds.sizes["time"]:
         raise UserError(f"--at: must be 'final' or a record index in "
-                        f"{-ds.sizes['time']}..{ds.sizes['time'] - 1} (got {at!r})")
+                        f"{-ds.sizes['time']}..{ds.sizes['time'] - 1} (got {shown(at)})")
     if not snapshots:
         raise UserError(f"--at: {folder} recorded no snapshots of a and W (record the probes "
                         "'a' and 'W'); only 'final' can be certified")

@@ -23,7 +23,7 @@ from typing import Any
 
 import xarray as xr
 
-from shallowflow.errors import UserError, file_problem
+from shallowflow.errors import UserError, file_problem, shown
 from shallowflow.output import read_marker, write_bytes, write_text
 
 PARAM_VARS = ("a_init", "W_init", "a_final", "W_final", "W", "log_norm_final", "log_abs_a_final")
@@ -127,10 +127,12 @@ def read_record(path: Path, field: str) -> dict[str, Any]:
     try:
         record = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise UserError(f"{field}: {path} is damaged or unreadable ({err}); it must be the "
-                        "JSON file shallowflow wrote") from None
+        detail = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise UserError(f"{field}: {shown(path)} is damaged or unreadable "
+                        f"({shown(detail, bare=True)}); it must be the JSON file shallowflow "
+                        "wrote") from None
     if not isinstance(record, dict):
-        raise UserError(f"{field}: {path} is damaged: it holds {type(record).__name__} "
+        raise UserError(f"{field}: {shown(path)} is damaged: it holds {type(record).__name__} "
                         f"{json.dumps(record)[:40]}, not the JSON object shallowflow wrote")
     return record
 
@@ -179,21 +181,21 @@ def check_run_folder(folder: str | Path, field: str = "folder",
     folder, a missing, unreadable or non-regular file); before any work."""
     folder = Path(folder)
     if not folder.exists():
-        raise UserError(f"{field}: no such folder: {str(folder)!r}; give {RUN_FOLDER}, which "
+        raise UserError(f"{field}: no such folder: {shown(folder)}; give {RUN_FOLDER}, which "
                         "holds results.nc")
     if not folder.is_dir():
-        raise UserError(f"{field}: {str(folder)!r} is a file, not a folder; give {RUN_FOLDER}")
+        raise UserError(f"{field}: {shown(folder)} is a file, not a folder; give {RUN_FOLDER}")
     kind = folder_kind(folder)
     if kind in INSTEAD:
-        raise UserError(f"{field}: {str(folder)!r} is a {kind} folder, not {RUN_FOLDER}; "
+        raise UserError(f"{field}: {shown(folder)} is a {kind} folder, not {RUN_FOLDER}; "
                         + INSTEAD[kind].format(folder=folder))
     for name, use in ({name: "" for name in RUN_FILES} | (needs or {})).items():
         problem = file_problem(folder / name)
         if problem == "no such file":
-            raise UserError(f"{field}: {str(folder)!r} holds no {name}{use and f' ({use})'}; "
+            raise UserError(f"{field}: {shown(folder)} holds no {name}{use and f' ({use})'}; "
                             f"give {RUN_FOLDER}")
         if problem is not None:
-            raise UserError(f"{field}: {str(folder / name)!r} {problem}; it must be the {name} "
+            raise UserError(f"{field}: {shown(folder / name)} {problem}; it must be the {name} "
                             "that shallowflow run wrote")
     return folder
 
@@ -204,7 +206,7 @@ def read_input(path: Path, field: str) -> xr.Dataset:
     try:
         return read_netcdf(path)
     except Exception as err:  # whatever HDF5 or the netCDF layer says, the file is unreadable
-        raise UserError(f"{field}: {str(path)!r} is damaged or not a netCDF file "
+        raise UserError(f"{field}: {shown(path)} is damaged or not a netCDF file "
                         f"({type(err).__name__}); it must be the {path.name} shallowflow "
                         "wrote") from None
 
@@ -216,7 +218,7 @@ def load_run(folder: str | Path, field: str = "folder") -> xr.Dataset:
     folder = check_run_folder(folder, field)
     results = read_input(folder / "results.nc", field)
     if not {"run", "time"} <= set(results.dims):
-        raise UserError(f"{field}: {str(folder / 'results.nc')!r} has no run and time axes "
+        raise UserError(f"{field}: {shown(folder / 'results.nc')} has no run and time axes "
                         f"(it has {sorted(map(str, results.dims))}); it must be the results.nc "
                         "that shallowflow run wrote")
     parts = [results] + [read_input(folder / name, field) for name in ("params.nc", "data.nc")
@@ -225,7 +227,7 @@ def load_run(folder: str | Path, field: str = "folder") -> xr.Dataset:
     try:
         ds.attrs["config"] = (folder / "config.toml").read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
-        raise UserError(f"{field}: {str(folder / 'config.toml')!r} cannot be read as text "
+        raise UserError(f"{field}: {shown(folder / 'config.toml')} cannot be read as text "
                         f"({type(err).__name__}); it must be the config.toml that shallowflow "
                         "run wrote") from None
     return ds

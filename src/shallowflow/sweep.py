@@ -46,7 +46,7 @@ from shallowflow.config import (
     set_path,
     split_override,
 )
-from shallowflow.errors import BatchesFailed
+from shallowflow.errors import BatchesFailed, shown
 from shallowflow.output import atomic_file, claim, clean_stale, write_marker, write_text
 from shallowflow.runtime.executors import Executor, LocalExecutor
 from shallowflow.stationary import end_table
@@ -82,31 +82,31 @@ def sweep_from_mapping(mapping: dict[str, Any], root: Path | None = None,
     allowed = {"name", "base", "grid", "max_batch"}
     extra = set(mapping) - allowed
     if extra:
-        raise ConfigError(f"sweep: unknown field(s) {sorted(extra)}; allowed: {sorted(allowed)}")
+        raise ConfigError(f"sweep: unknown field(s) {shown(sorted(extra))}; allowed: {sorted(allowed)}")
     base = mapping.get("base")
     if isinstance(base, str):
         base = read_mapping((root or Path.cwd()) / base, "sweep.base")
     if not isinstance(base, dict):
-        raise ConfigError(f"sweep.base: must be a file name or an inline table, got {base!r}")
+        raise ConfigError(f"sweep.base: must be a file name or an inline table, got {shown(base)}")
     base = apply_overrides(base, overrides or [])
     grid = mapping.get("grid", {})
     if not isinstance(grid, dict):
-        raise ConfigError(f"sweep.grid: must be a table of dotted keys, got {grid!r}")
+        raise ConfigError(f"sweep.grid: must be a table of dotted keys, got {shown(grid)}")
     for key, values in grid.items():
         if not isinstance(values, list) or not values:
-            raise ConfigError(f"sweep.grid.{key}: must be a non-empty list of values, got "
-                              f"{values!r}")
+            raise ConfigError(f"sweep.grid.{shown(key, bare=True)}: must be a non-empty list of values, got "
+                              f"{shown(values)}")
     for item in overrides or []:  # the grid would silently override the --set value
         parts = split_override(item)[0]
         for key in grid:
             shorter = min(len(parts), len(key.split(".")))
             if parts[:shorter] == key.split(".")[:shorter]:
-                raise ConfigError(f"--set: {'.'.join(parts)!r} is also set by the grid key "
-                                  f"{key!r}, which would replace it at every point (got "
-                                  f"{item!r}); change the grid in the sweep file instead")
+                raise ConfigError(f"--set: {shown('.'.join(parts))} is also set by the grid key "
+                                  f"{shown(key)}, which would replace it at every point (got "
+                                  f"{shown(item)}); change the grid in the sweep file instead")
     max_batch = mapping.get("max_batch", 256)
     if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
-        raise ConfigError(f"sweep.max_batch: must be an integer >= 1, got {max_batch!r}")
+        raise ConfigError(f"sweep.max_batch: must be an integer >= 1, got {shown(max_batch)}")
     if overrides:  # a bad --set is the user's override, not a grid point's
         try:
             experiment_from_mapping(base)
@@ -125,7 +125,7 @@ def sweep_from_mapping(mapping: dict[str, Any], root: Path | None = None,
             exp = experiment_from_mapping(m)
         except ConfigError as err:
             lines = str(err).splitlines()
-            raise ConfigError("\n".join(f"{line} [sweep grid point {pid}: {values}]"
+            raise ConfigError("\n".join(f"{line} [sweep grid point {pid}: {shown(values)}]"
                                          for line in lines)) from None
         points.append(Point(pid, values, exp))
     return Sweep(str(mapping.get("name", "sweep")), points, max_batch, grid)
@@ -184,16 +184,16 @@ def _check_resumable(out: Path, record: dict[str, Any]) -> None:
     :meth:`BatchStore.check <shallowflow.training.batch_store.BatchStore.check>`)."""
     plan_file = out / "plan.json"
     if not plan_file.is_file():
-        raise ConfigError(f"out: {str(out)!r} is not a sweep folder (no plan.json)")
+        raise ConfigError(f"out: {shown(out)} is not a sweep folder (no plan.json)")
     saved = read_record(plan_file, "out")
     current = json.loads(json.dumps(record))
     old_inputs, new_inputs = saved.pop("inputs", None), current.pop("inputs")
     if saved != current:
-        raise ConfigError(f"out: the sweep in {str(out)!r} was planned from a different spec; "
+        raise ConfigError(f"out: the sweep in {shown(out)} was planned from a different spec; "
                           "resume needs the same sweep file and --set values")
     for path, digest in new_inputs.items():
         if old_inputs is not None and old_inputs.get(path) != digest:
-            raise ConfigError(f"{path}: the file changed since the sweep in {str(out)!r} was "
+            raise ConfigError(f"{shown(path)}: the file changed since the sweep in {shown(out)} was "
                               "planned (its SHA-256 differs); restore it, or run the changed "
                               "data into a new sweep folder")
     sweep_store(out).check(current["batches"])
@@ -224,7 +224,7 @@ def run_sweep(sweep: Sweep, out: str | Path, resume: bool = False,
     record = _plan_record(sweep, batches)
     with claim(out, "sweep", need=need.disk, force=force, resume=True) as place:
         if place.existed and not resume:
-            raise ConfigError(f"out: {str(out)!r} already exists; pass --resume to continue "
+            raise ConfigError(f"out: {shown(out)} already exists; pass --resume to continue "
                               "that sweep, or choose a new folder")
         if place.existed:
             _check_resumable(out, record)

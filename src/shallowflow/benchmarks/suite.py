@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 from shallowflow.benchmarks import throughput, tiny
 from shallowflow.benchmarks.common import ForeignLoad, load_average, read_json, write_json
+from shallowflow.errors import shown
 
 
 class Benchmark(NamedTuple):
@@ -72,7 +73,7 @@ def check_names(names: Sequence[str],
     naming the allowed names, or, for a development benchmark, the script that runs it."""
     unknown = [n for n in names if n not in benchmarks and n not in DEVELOPMENT]
     if unknown:
-        raise ValueError(f"unknown benchmark {', '.join(map(repr, unknown))}: choose from "
+        raise ValueError(f"unknown benchmark {', '.join(map(shown, unknown))}: choose from "
                          f"{', '.join(benchmarks)}")
     moved = [n for n in names if n not in benchmarks]
     if moved:

@@ -22,13 +22,21 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
-from shallowflow.cli.process import fail, guard, handle_signals, owns_process, without_dask_arrays
+from shallowflow.cli.process import (
+    Commands,
+    fail,
+    guard,
+    handle_signals,
+    owns_process,
+    without_dask_arrays,
+)
 from shallowflow.cli.process import run as run_process
 from shallowflow.errors import EXIT_INTERRUPTED
 from shallowflow.runtime.progress import console, out
 from shallowflow.training.preflight import REFERENCE_FLOPS, Estimate, estimate, human
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  cls=Commands,
                   help="Simulate, measure and predict how one-hidden-layer ReLU networks learn.")
 
 
@@ -259,7 +267,8 @@ def reproduce(
         return done + _unfinished(out_dir / names[len(finished)] if name == "all" else out_dir)
 
     with guard(state), contextlib.ExitStack() as stack:
-        from shallowflow.reproductions import catalogue, rejudge, run_reproduction
+        from shallowflow.errors import shown
+        from shallowflow.reproductions import catalogue, lookup, rejudge, run_reproduction
         from shallowflow.runtime.executors import make_executor
         from shallowflow.training.certificates import Precision
 
@@ -267,7 +276,7 @@ def reproduce(
         if from_ is not None and (name == "all" or set_ or not precision.default):
             raise ValueError("--from: re-judges one saved reproduction as it was run; give one "
                              "NAME and no --set, --dtype or --certify-precision")
-        names[:] = list(catalogue()) if name == "all" else [name]
+        names[:] = list(catalogue()) if name == "all" else [lookup(name).name]
         runner = make_executor(executor, address, workers)  # refused before any work if unknown
         if from_ is None:
             runner.check()
@@ -275,11 +284,13 @@ def reproduce(
         for item in names:
             folder = out_dir / item if name == "all" else out_dir
             if from_ is not None:
-                console.print(f"[bold]{item}[/] (re-judged from {from_})", highlight=False)
+                console.print(f"[bold]{item}[/] (re-judged from {escape(shown(from_))})",
+                              highlight=False)
                 _, claims = rejudge(item, from_, folder, overwrite=overwrite,
                                     show_progress=not quiet)
             else:
-                console.print(f"[bold]{item}[/] (preset {preset})", highlight=False)
+                console.print(f"[bold]{item}[/] (preset {escape(shown(preset, bare=True))})",
+                              highlight=False)
                 _, claims = run_reproduction(item, folder, preset, set_ or [],
                                              overwrite=overwrite, show_progress=not quiet,
                                              executor=runner, force=force, resume=resume,

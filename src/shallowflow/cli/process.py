@@ -1,8 +1,9 @@
 """The command line's process plumbing: signals, the error guard, exit codes and the quick exit.
 
-The commands (:mod:`shallowflow.cli.commands`) run inside :func:`guard`, which turns what can go wrong
-into what a user reads and the exit code (:mod:`shallowflow.errors`): error lines (exit 2),
-failed batches (exit 1), an interruption (Ctrl-C: 130, SIGTERM: 143) or an internal error (exit
+The commands (:mod:`shallowflow.cli.commands`) form one :class:`Commands` group (a value the
+parser refuses is an error line too) and run inside :func:`guard`, which turns what can go
+wrong into what a user reads and the exit code (:mod:`shallowflow.errors`): error lines (exit
+2), failed batches (exit 1), an interruption (Ctrl-C: 130, SIGTERM: 143) or an internal error (exit
 1, with a request for a report). :func:`handle_signals` makes SIGTERM unwind like Ctrl-C, and
 raises an interruption again where Python had to drop it. :func:`run` is the ``shallowflow``
 command's own process: the app, then a quick exit. A command called in-process (tests,
@@ -11,17 +12,21 @@ notebooks) leaves signal handlers, hooks and modules as they were.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import errno
 import os
+import re
 import signal
 import sys
 import traceback
 from collections.abc import Callable, Iterator
-from typing import NoReturn
+from pathlib import Path
+from typing import Any, NoReturn
 
 import typer
 from rich.markup import escape
+from typer.core import TyperGroup
 
 from shallowflow.errors import (
     EXIT_FAILED,
@@ -30,6 +35,8 @@ from shallowflow.errors import (
     EXIT_USER,
     REPORT,
     error_lines,
+    file_problem,
+    shown,
 )
 from shallowflow.runtime.progress import console
 
@@ -105,6 +112,40 @@ def _stop_retries() -> None:
     _PENDING.clear()
 
 
+# ----------------------------------------------------------------------------------- commands
+_UNREADABLE = re.compile(r"('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\") is not readable\.$")
+
+
+class Commands(TyperGroup):
+    """The app's commands. A value the argument parser refuses (a number that is not one, a
+    file it may not read) is one ``error:`` line naming the option and the value, exit code 2,
+    like every other refused value, not the parser's usage box; a missing or unknown option
+    keeps the usage box, which shows how to call the command. An unreadable file is said as
+    the commands say it (:func:`shallowflow.errors.file_problem`)."""
+
+    def invoke(self, ctx: typer.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except typer.BadParameter as err:
+            if type(err) is not typer.BadParameter:  # a missing parameter: the usage box
+                raise
+            fail(ValueError(_bad_value(err)))
+
+
+def _bad_value(err: typer.BadParameter) -> str:
+    """A value the parser refused, as one line: the option (or argument), then the problem with
+    the value shown bounded (:func:`shallowflow.errors.shown`)."""
+    param = err.param
+    name = (param.opts[0] if param is not None and param.param_type_name == "option" and
+            param.opts else getattr(param, "name", None) or "argument")
+    unreadable = _UNREADABLE.search(err.message)
+    if unreadable:
+        path = Path(ast.literal_eval(unreadable.group(1)))
+        problem = file_problem(path) or "cannot be read"
+        return f"{name}: {shown(path)} {problem}; give a file this user may read"
+    return f"{name}: {shown(err.message, bare=True, limit=200)}"
+
+
 # ------------------------------------------------------------------------------------- errors
 def fail(err: BaseException) -> NoReturn:
     """Print ``err`` as ``error: ...`` lines (:func:`shallowflow.errors.error_lines`) and exit
@@ -117,9 +158,10 @@ def fail(err: BaseException) -> NoReturn:
 def _os_error(err: OSError) -> str:
     """An OS error as one line: the file, the problem and, for a full, forbidden or read-only
     place, what to do."""
-    where = err.filename if err.filename is not None else "output"
+    where = shown(err.filename) if err.filename is not None else "output"
     hint = {errno.ENOSPC: "the disk is full; free some space and run again",
-            errno.EACCES: "permission denied; choose a place you can write in",
+            errno.EACCES: "this user cannot read or write it; check its permissions or choose "
+                          "another place",
             errno.EROFS: "the file system is read-only; choose another place"}.get(
         err.errno or 0, "")
     return f"{where}: {err.strerror or err}" + (f"; {hint}" if hint else "")

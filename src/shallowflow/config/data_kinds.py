@@ -24,6 +24,7 @@ from shallowflow.config.spec_types import (
     _registry,
 )
 from shallowflow.data.mnist import load_mnist_pair
+from shallowflow.errors import shown
 
 
 class _DataBase(StrictModel):
@@ -251,7 +252,7 @@ class MnistData(_GivenData):
         if self.per_run:
             raise ValueError("per_run: MNIST data is one fixed data set; per_run must be false")
         if self.digits[0] == self.digits[1]:
-            raise ValueError(f"digits: need two different digits, got {list(self.digits)}")
+            raise ValueError(f"digits: need two different digits, got {shown(list(self.digits))}")
         pair = load_mnist_pair(self.digits, self.path, self.labels_path, self.per_digit,
                                self.split)
         self._loaded = _Loaded(np.asarray(pair.X, np.float64), np.asarray(pair.y, np.float64))

@@ -17,6 +17,7 @@ from shallowflow import data as datagen
 from shallowflow.config.data_kinds import _DataBase
 from shallowflow.config.model_spec import ModelSpec
 from shallowflow.config.spec_types import ConfigError, FloatArray, StrictModel, _Loaded, _registry
+from shallowflow.errors import file_refusal, shown
 from shallowflow.model import initialisation as inits
 from shallowflow.model.network import Network
 
@@ -163,8 +164,12 @@ class GivenInit(_Scaled):
 def load_given(path: str) -> tuple[np.ndarray, np.ndarray]:
     """(a, W) from a .npz file, validated: real, finite, a (p,), W (p, d)."""
     file = Path(path)
-    if file.suffix.lower() != ".npz" or not file.is_file():
-        raise ValueError(f"init.path: need an existing .npz file with arrays a and W, got {path!r}")
+    allowed = "an .npz file with arrays a and W that this user may read"
+    refusal = file_refusal(file, "init.path", allowed)
+    if refusal is not None:
+        raise ValueError(refusal)
+    if file.suffix.lower() != ".npz":
+        raise ValueError(f"init.path: {shown(file)} is not an .npz file; allowed: {allowed}")
     a, W = datagen.load_npz(file, "init.path", ("a", "W"))
     return check_given(a, W, f"init.path ({file.name})")
 
@@ -195,7 +200,7 @@ class GroupInit(_InitBase):
         """Orthogonal data, no bias, and width dividing n (groups of k = n/p points)."""
         if not data.orthogonal_rows:
             raise ValueError(f"init.scheme: 'group' needs orthogonal or orthonormal data, "
-                             f"got data.kind={getattr(data, 'kind', None)!r}")
+                             f"got data.kind={shown(getattr(data, 'kind', None))}")
         if model.bias:
             raise ValueError("init.scheme: 'group' cannot be combined with model.bias")
         n = data.n_samples

@@ -1,4 +1,5 @@
-"""Validation errors as readable lines: ``field.path: problem (got value)``, one per field."""
+"""Validation errors as readable lines: ``field.path: problem (got value)``, one per field; the
+value and a key a user typed are echoed bounded and escaped (:func:`shallowflow.errors.shown`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pydantic import ValidationError
 
 from shallowflow.config.data_kinds import DATA_KINDS
 from shallowflow.config.init_schemes import INIT_SCHEMES
+from shallowflow.errors import SHOWN, shown
 
 RENAMED = {"train.engine": "train.parametrisation", "train.reduce": "train.span"}
 """Old keys and their new names: an old key is refused with a message naming the new one."""
@@ -28,7 +30,17 @@ def _where(loc: tuple[Any, ...]) -> tuple[str, str]:
             del parts[1]
     while parts and _UNION_MEMBER.match(parts[-1]):
         parts.pop()
-    return ".".join(parts), context
+    return shown(".".join(parts), bare=True), context
+
+
+def _bounded(msg: str, error: Any) -> str:
+    """A pydantic message with the long words it quotes from the input (an unknown tag, a text
+    that is not a number) shortened as :func:`shallowflow.errors.shown` shows them."""
+    words = [error.get("input"), *(error.get("ctx") or {}).values()]
+    for word in words:
+        if isinstance(word, str) and len(word) > SHOWN and word in msg:
+            msg = msg.replace(word, shown(word, bare=True))
+    return msg
 
 
 def format_validation_error(err: ValidationError) -> str:
@@ -37,23 +49,23 @@ def format_validation_error(err: ValidationError) -> str:
     problems: dict[str, tuple[list[str], str]] = {}
     for e in err.errors():
         loc, context = _where(e["loc"])
-        msg = e["msg"].removeprefix("Value error, ")
+        msg = _bounded(e["msg"].removeprefix("Value error, "), e)
         if e["type"] == "extra_forbidden":
             msg = (f"renamed to {RENAMED[loc]}" if loc in RENAMED
                    else f"unknown field{context} (not allowed here; check the spelling)")
         got = e.get("input")
-        shown = "" if isinstance(got, dict) or got is None else f" (got {got!r})"
-        msgs, _ = problems.setdefault(loc, ([], shown))
+        echo = "" if isinstance(got, dict) or got is None else f" (got {shown(got)})"
+        msgs, _ = problems.setdefault(loc, ([], echo))
         if msg not in msgs:
             msgs.append(msg)
     lines = []
-    for loc, (msgs, shown) in problems.items():
+    for loc, (msgs, echo) in problems.items():
         text = msgs[0] + "".join(" or " + m.removeprefix("Input should be ") for m in msgs[1:])
         head = re.match(r"^([A-Za-z_][\w./]*)(?: \(.*?\))?: ", text)
         if not loc or (head and head.group(1).startswith(loc)):
-            lines.append(f"{text}{shown}")  # the message names its field
+            lines.append(f"{text}{echo}")  # the message names its field
         elif head:  # a model's validator names a field of that model
-            lines.append(f"{loc}.{text}{shown}")
+            lines.append(f"{loc}.{text}{echo}")
         else:
-            lines.append(f"{loc}: {text}{shown}")
+            lines.append(f"{loc}: {text}{echo}")
     return "\n".join(lines)

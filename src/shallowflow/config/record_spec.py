@@ -8,6 +8,7 @@ from pydantic import Field, model_validator
 
 from shallowflow.config.spec_types import StrictModel
 from shallowflow.dynamics.probes import DEFAULT_PROBES, PROBES
+from shallowflow.errors import shown
 
 
 class RecordSpec(StrictModel):
@@ -33,5 +34,5 @@ class RecordSpec(StrictModel):
             raise ValueError(f"probes: unknown {unknown}; allowed: {', '.join(PROBES)}")
         if "loss" not in self.probes:
             raise ValueError(f"probes: must include 'loss', which every summary of a run reads "
-                             f"(got {list(self.probes)})")
+                             f"(got {shown(list(self.probes))})")
         return self

@@ -11,11 +11,12 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from shallowflow.config.duplicates import Duplicate, toml_duplicate, yaml_duplicate
 from shallowflow.config.messages import format_validation_error
 from shallowflow.config.overrides import apply_overrides
 from shallowflow.config.spec import Experiment
 from shallowflow.config.spec_types import ConfigError, tomllib
-from shallowflow.errors import file_problem
+from shallowflow.errors import file_refusal, shown, shown_name
 
 
 class StrictYamlLoader(yaml.SafeLoader):
@@ -31,46 +32,69 @@ class StrictYamlLoader(yaml.SafeLoader):
                 "write the value out", event.start_mark)
         return super().compose_node(parent, index)
 
+    def construct_document(self, node: Any) -> Any:
+        found = yaml_duplicate(node)
+        if found is not None:
+            raise DuplicateKey(found)
+        return super().construct_document(node)
+
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         seen: set[Any] = set()
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
             if key in seen:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r}", key_node.start_mark)
+                    None, None, f"duplicate key {shown(key)}", key_node.start_mark)
             seen.add(key)
         return super().construct_mapping(node, deep)
+
+
+class DuplicateKey(yaml.YAMLError):
+    """A YAML mapping that gives a key twice (:func:`~shallowflow.config.duplicates.yaml_duplicate`)."""
+
+    def __init__(self, found: Duplicate) -> None:
+        super().__init__(found.words())
+        self.found = found
+
+
+def parse_problem(text: str, err: Exception) -> str:
+    """Why a TOML or YAML text could not be read, on one line: a key given twice named with its
+    table and line (:mod:`shallowflow.config.duplicates`), else the reader's own message."""
+    found = err.found if isinstance(err, DuplicateKey) else \
+        toml_duplicate(text, err) if isinstance(err, tomllib.TOMLDecodeError) else None
+    if found is not None:
+        return found.words()
+    detail = " ".join(str(err).split()).replace(' in "<unicode string>",', " at")
+    return shown(detail.removesuffix(" ^"), bare=True, limit=200)
 
 
 def read_mapping(path: str | Path, field: str = "config") -> dict[str, Any]:
     """Read a TOML (.toml) or YAML (.yaml/.yml) file into a dict; ``field`` names the file in
     errors."""
     path = Path(path)
-    problem = file_problem(path)
-    if problem is not None:
-        raise ConfigError(f"{field}: {str(path)!r} {problem}; give a .toml or .yaml file"
-                          if problem != "no such file" else f"{field}: no such file: {str(path)!r}")
+    refusal = file_refusal(path, field, "a .toml or .yaml file this user may read")
+    if refusal is not None:
+        raise ConfigError(refusal)
     suffix = path.suffix.lower()
     if suffix not in (".toml", ".yaml", ".yml"):
-        raise ConfigError(f"{field}: unsupported file type {suffix!r} ({path.name}); allowed: "
-                          ".toml, .yaml, .yml")
+        raise ConfigError(f"{field}: unsupported file type {shown(suffix)} ({shown_name(path)}); "
+                          "allowed: .toml, .yaml, .yml")
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise ConfigError(f"{field}: {path.name} is not a text file (not UTF-8); give a .toml "
-                          "or .yaml file") from None
+        raise ConfigError(f"{field}: {shown_name(path)} is not a text file (not UTF-8); give a "
+                          ".toml or .yaml file") from None
     except OSError as err:
-        raise ConfigError(f"{field}: cannot read {str(path)!r}: {err.strerror}") from None
+        raise ConfigError(f"{field}: cannot read {shown(path)}: {err.strerror}") from None
     try:
         data = tomllib.loads(text) if suffix == ".toml" else \
             yaml.load(text, Loader=StrictYamlLoader)
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as err:
-        detail = " ".join(str(err).split()).replace(' in "<unicode string>",', " at")
-        detail = detail.removesuffix(" ^")
-        raise ConfigError(f"{field}: cannot parse {path.name}: {detail}") from None
+        raise ConfigError(f"{field}: cannot parse {shown_name(path)}: "
+                          f"{parse_problem(text, err)}") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{field}: {path.name} must hold a mapping (key = value) at top level, "
-                          f"got {type(data).__name__}")
+        raise ConfigError(f"{field}: {shown_name(path)} must hold a mapping (key = value) at top "
+                          f"level, got {type(data).__name__}")
     return data
 
 def experiment_from_mapping(mapping: dict[str, Any]) -> Experiment:

@@ -19,7 +19,7 @@ from pydantic import (
     model_validator,
 )
 
-from shallowflow.errors import UserError
+from shallowflow.errors import UserError, shown
 
 if sys.version_info >= (3, 11):  # the TOML reader of this Python, for the config modules
     import tomllib
@@ -149,7 +149,7 @@ Range = tuple[float, float]
 def _check_range(name: str, r: Range) -> None:
     lo, hi = r
     if not (0 < lo <= hi):
-        raise ValueError(f"{name}: must satisfy 0 < low <= high, got {list(r)}")
+        raise ValueError(f"{name}: must satisfy 0 < low <= high, got {shown(list(r))}")
 
 
 

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from shallowflow.config.spec_types import StrictModel
+from shallowflow.errors import shown
 
 
 class TrainSpec(StrictModel):
@@ -85,7 +86,7 @@ class TrainSpec(StrictModel):
             raise ValueError("certify_tol: needs train.certify >= 1")
         if self.certify_precision and self.dtype != "float32":
             raise ValueError(f"certify_precision: reruns float32 runs in float64; needs "
-                             f"train.dtype = 'float32' (got {self.dtype!r})")
+                             f"train.dtype = 'float32' (got {shown(self.dtype)})")
         if self.certify_precision_tol is not None and self.certify_precision == 0:
             raise ValueError("certify_precision_tol: needs train.certify_precision >= 1")
         if self.optimizer == "sgd" and self.onedim == "on":

@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from shallowflow.data.validate import DataError
+from shallowflow.errors import file_problem, file_refusal, shown, shown_name
 
 __all__ = [
     "EMBEDDED_NAME",
@@ -121,14 +122,15 @@ class MnistPair:
 
 # ------------------------------------------------------------------------------- IDX
 def _open_bytes(path: Path, field: str) -> bytes:
-    if not path.is_file():
-        raise DataError(f"{field}: no such file ({str(path)!r}); allowed: an existing IDX or .npz file")
+    refusal = file_refusal(path, field, "an IDX or .npz file this user may read")
+    if refusal is not None:
+        raise DataError(refusal)
     try:
         raw = path.read_bytes()
         if raw[:2] == b"\x1f\x8b":
             raw = gzip.decompress(raw)
     except (OSError, EOFError, zlib.error) as err:
-        raise DataError(f"{field}: {path.name} is not a readable (gzip) file ({err}); "
+        raise DataError(f"{field}: {shown_name(path)} is not a readable (gzip) file ({err}); "
                         "allowed: IDX files, optionally .gz") from err
     return raw
 
@@ -144,23 +146,23 @@ def read_idx(path: str | Path, field: str = "data.path") -> np.ndarray:
     path = Path(path)
     raw = _open_bytes(path, field)
     if len(raw) < 4:
-        raise DataError(f"{field}: {path.name} is truncated: {len(raw)} bytes, no IDX header; "
+        raise DataError(f"{field}: {shown_name(path)} is truncated: {len(raw)} bytes, no IDX header; "
                         "allowed: an IDX file")
     zero, code, ndim = struct.unpack(">HBB", raw[:4])
     if zero != 0 or code not in IDX_TYPES or ndim == 0:
-        raise DataError(f"{field}: {path.name} is not an IDX file (got magic 0x{raw[:4].hex()}); "
+        raise DataError(f"{field}: {shown_name(path)} is not an IDX file (got magic 0x{raw[:4].hex()}); "
                         "allowed: 0x0000TTNN (TT a type byte, NN > 0 dimensions), e.g. 0x00000803 (images), "
                         "0x00000801 (labels)")
     head = 4 + 4 * ndim
     if len(raw) < head:
-        raise DataError(f"{field}: {path.name} is truncated in its header ({len(raw)} bytes, "
+        raise DataError(f"{field}: {shown_name(path)} is truncated in its header ({len(raw)} bytes, "
                         f"need {head} for {ndim} dimensions)")
     dims = struct.unpack(f">{ndim}I", raw[4:head])
     dtype = np.dtype(IDX_TYPES[code])
     need = head + int(np.prod(dims, dtype=np.int64)) * dtype.itemsize
     if len(raw) != need:
         what = "truncated" if len(raw) < need else "longer than its header says"
-        raise DataError(f"{field}: {path.name} is {what} (got {len(raw)} bytes, header dims {dims} "
+        raise DataError(f"{field}: {shown_name(path)} is {what} (got {len(raw)} bytes, header dims {dims} "
                         f"need {need})")
     return np.frombuffer(raw, dtype=dtype, offset=head).reshape(dims).astype(dtype.newbyteorder("="))
 
@@ -186,8 +188,8 @@ def _in_folder(folder: Path, split: str) -> tuple[Path, Path]:
                 [f"{prefix}-{kind}.{idx}-ubyte{gz}" for gz in ("", ".gz")]
         hit = next((folder / nm for nm in names if (folder / nm).is_file()), None)
         if hit is None:
-            raise DataError(f"data.path: folder {str(folder)!r} has no {kind} file for split "
-                            f"{split!r}; allowed: one of {', '.join(names)}")
+            raise DataError(f"data.path: folder {shown(folder)} has no {kind} file for split "
+                            f"{shown(split)}; allowed: one of {', '.join(names)}")
         found.append(hit)
     return found[0], found[1]
 
@@ -199,14 +201,14 @@ def _read_npz(path: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
         with np.load(path, allow_pickle=False) as archive:
             files = set(archive.files)
             if set(keys) <= files and SPLITS[split] != "train":
-                raise DataError(f"data.split: {path.name} holds one set of images ('images', "
-                                f"'labels'), so no split can be chosen (got {split!r}); allowed: "
+                raise DataError(f"data.split: {shown_name(path)} holds one set of images ('images', "
+                                f"'labels'), so no split can be chosen (got {shown(split)}); allowed: "
                                 "'train', or an .npz with 'x_test'/'y_test'")
             if not set(keys) <= files:
                 keras = ("x_train", "y_train") if SPLITS[split] == "train" else ("x_test", "y_test")
                 if not set(keras) <= files:
                     raise DataError(
-                        f"data.path: {path.name} lacks the arrays 'images' and 'labels' (got "
+                        f"data.path: {shown_name(path)} lacks the arrays 'images' and 'labels' (got "
                         f"{sorted(files)}); allowed: 'images' and 'labels', or 'x_train'/'y_train' "
                         "and 'x_test'/'y_test'")
                 keys = keras
@@ -214,7 +216,7 @@ def _read_npz(path: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
     except DataError:
         raise
     except (OSError, ValueError, EOFError, zlib.error, zipfile.BadZipFile) as err:
-        raise DataError(f"data.path: {path.name} is not a readable .npz file ({err}); "
+        raise DataError(f"data.path: {shown_name(path)} is not a readable .npz file ({err}); "
                         "allowed: an .npz with 'images' and 'labels'") from err
 
 
@@ -250,10 +252,10 @@ def load_mnist(path: str | Path | None = None, labels_path: str | Path | None = 
     in a folder and the arrays of a Keras-style .npz.
     """
     if split not in SPLITS:
-        raise DataError(f"data.split: unknown split (got {split!r}); allowed: train, test")
+        raise DataError(f"data.split: unknown split (got {shown(split)}); allowed: train, test")
     if path is None:
         if labels_path is not None:
-            raise DataError(f"data.labels_path: given without data.path (got {str(labels_path)!r}); "
+            raise DataError(f"data.labels_path: given without data.path (got {shown(labels_path)}); "
                             "allowed: only with an IDX images file")
         if SPLITS[split] != "train":
             raise DataError(f"data.split: the embedded subset holds training images only (got "
@@ -267,34 +269,38 @@ def load_mnist(path: str | Path | None = None, labels_path: str | Path | None = 
     if path.is_dir():
         if labels_path is not None:
             raise DataError("data.labels_path: not used with a folder as data.path "
-                            f"(got {str(labels_path)!r}); allowed: omit it")
+                            f"(got {shown(labels_path)}); allowed: omit it")
         path, labels_file = _in_folder(path, split)
-    elif not path.is_file():
-        raise DataError(f"data.path: no such file or folder ({str(path)!r}); allowed: an IDX images "
-                        "file, a folder with the standard IDX files, or an .npz")
+    elif file_problem(path) is not None:
+        problem = file_problem(path)
+        raise DataError((f"data.path: no such file or folder ({shown(path)})" if problem ==
+                         "no such file" else f"data.path: {shown(path)} {problem}") +
+                        "; allowed: an IDX images file, a folder with the standard IDX files, or "
+                        "an .npz this user may read")
     elif path.suffix.lower() == ".npz":
         if labels_path is not None:
-            raise DataError(f"data.labels_path: not used with an .npz (got {str(labels_path)!r}); "
+            raise DataError(f"data.labels_path: not used with an .npz (got {shown(labels_path)}); "
                             "allowed: omit it")
         images, labels = _check_arrays(*_read_npz(path, split), path.name)
         return MnistImages(images, labels, f"file {path}")
     else:
         labels_file = Path(labels_path) if labels_path is not None else _labels_beside(path)
         if labels_file is None:
-            raise DataError(f"data.labels_path: cannot guess the labels file for {path.name} (its name "
-                            "has neither 'images' nor 'idx3'); allowed: give data.labels_path")
+            raise DataError(f"data.labels_path: cannot guess the labels file for "
+                            f"{shown_name(path)} (its name has neither 'images' nor 'idx3'); "
+                            "allowed: give data.labels_path")
     images = read_idx(path, "data.path")
     labels = read_idx(labels_file, "data.labels_path")
     if images.ndim != 3:
-        raise DataError(f"data.path: {path.name} holds a {images.ndim}-D array (dims {images.shape}); "
+        raise DataError(f"data.path: {shown_name(path)} holds a {images.ndim}-D array (dims {images.shape}); "
                         "allowed: images (n, rows, cols), magic 0x00000803")
     if labels.ndim != 1:
-        raise DataError(f"data.labels_path: {labels_file.name} holds a {labels.ndim}-D array (dims "
+        raise DataError(f"data.labels_path: {shown_name(labels_file)} holds a {labels.ndim}-D array (dims "
                         f"{labels.shape}); allowed: labels (n,), magic 0x00000801")
     if len(labels) != len(images):
-        raise DataError(f"data.labels_path: {labels_file.name} has {len(labels)} labels but "
-                        f"{path.name} has {len(images)} images; they must match")
-    images, labels = _check_arrays(images, labels, f"{path.name} / {labels_file.name}",
+        raise DataError(f"data.labels_path: {shown_name(labels_file)} has {len(labels)} labels but "
+                        f"{shown_name(path)} has {len(images)} images; they must match")
+    images, labels = _check_arrays(images, labels, f"{shown_name(path)} / {shown_name(labels_file)}",
                                    "data.labels_path")
     return MnistImages(images, labels, f"files {path} and {labels_file}")
 
@@ -316,11 +322,11 @@ def load_mnist_pair(digits: tuple[int, int] = (1, 0), path: str | Path | None = 
     except (TypeError, ValueError):
         ok = False
     if not ok or not (0 <= a <= 9 and 0 <= b <= 9) or a == b:
-        raise DataError(f"data.digits: need two different digits in 0..9 (got {digits!r}); "
+        raise DataError(f"data.digits: need two different digits in 0..9 (got {shown(digits)}); "
                         "allowed: e.g. [1, 0] (first +1, second -1)")
     if per_digit is not None and (isinstance(per_digit, bool) or int(per_digit) != per_digit
                                   or per_digit < 1):
-        raise DataError(f"data.per_digit: must be a positive integer or omitted (got {per_digit!r})")
+        raise DataError(f"data.per_digit: must be a positive integer or omitted (got {shown(per_digit)})")
     raw = load_mnist(path, labels_path, split)
     available = {d: int(np.sum(raw.labels == d)) for d in (a, b)}
     for d in (a, b):

@@ -28,7 +28,7 @@ from matplotlib.artist import Artist
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from shallowflow.errors import UserError
+from shallowflow.errors import UserError, shown
 from shallowflow.output import atomic_file, claim_files
 from shallowflow.plots.polar import RunPanels
 from shallowflow.runtime.progress import Phases
@@ -153,7 +153,7 @@ def check_movie(path: Path, fps: float, path_field: str = "path", fps_field: str
     suffix = path.suffix.lower()
     if suffix not in FORMATS:
         raise UserError(f"{path_field}: the movie format is chosen by the suffix, one of "
-                        f"{', '.join(FORMATS)} (got {str(path)!r})")
+                        f"{', '.join(FORMATS)} (got {shown(path)})")
     if not 0 < fps <= MAX_FPS[suffix]:
         raise UserError(f"{fps_field}: must be in (0, {MAX_FPS[suffix]:g}] for a {suffix} "
                         f"(got {fps!r})")

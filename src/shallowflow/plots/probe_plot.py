@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
 
-from shallowflow.errors import UserError
+from shallowflow.errors import UserError, shown
 from shallowflow.output import claim_files
 from shallowflow.store import check_run_folder, load_run
 
@@ -77,7 +77,7 @@ def plot_run(folder: str | Path, names: Sequence[str], target: str | Path | None
     folder = check_run_folder(folder, field)
     target = Path(target) if target is not None else folder / "probes.png"
     if target.suffix.lower() != ".png":
-        raise UserError(f"--out: must name a .png file (got {str(target)!r})")
+        raise UserError(f"--out: must name a .png file (got {shown(target)})")
     with claim_files([target], overwrite, PANEL_BYTES * max(len(names), 1), "--out") as place:
         fig = plot_probes(load_run(folder, field), names, field="--probes")
         try:

@@ -26,6 +26,7 @@ import xarray as xr
 from pydantic import ValidationError
 
 from shallowflow.config import ConfigError, StrictModel, format_validation_error, split_override
+from shallowflow.errors import shown
 from shallowflow.reproductions.claims import Claim
 from shallowflow.training.entry import Trainer
 
@@ -97,14 +98,14 @@ def resolve_params(rep: Reproduction, preset: str, overrides: list[str] | None =
     """The preset's parameters with ``key=value`` overrides (values are TOML literals, as for
     experiments), validated by the reproduction's parameter model."""
     if preset not in rep.presets:
-        raise ConfigError(f"preset: {preset!r} is not a preset of {rep.name}; "
+        raise ConfigError(f"preset: {shown(preset)} is not a preset of {rep.name}; "
                           f"allowed: {', '.join(rep.presets)}")
     values = dict(rep.presets[preset])
     for item in overrides or []:
         parts, value = split_override(item)
         key = ".".join(parts)
         if key not in rep.params.model_fields:
-            raise ConfigError(f"--set: {key!r} is not a parameter of {rep.name}; "
+            raise ConfigError(f"--set: {shown(key)} is not a parameter of {rep.name}; "
                               f"allowed: {', '.join(rep.params.model_fields)}")
         values[key] = value
     return _validate(rep, values, f"preset {preset}")

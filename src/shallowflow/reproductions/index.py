@@ -9,11 +9,13 @@ itself at import.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from shallowflow.config import ConfigError
+from shallowflow.errors import shown
 
 if TYPE_CHECKING:
     from shallowflow.reproductions.base import Reproduction
@@ -56,5 +58,9 @@ def lookup(name: str) -> Reproduction:
     allowed names when it is unknown)."""
     reps = catalogue()
     if name not in reps:
-        raise ConfigError(f"name: unknown reproduction {name!r}; allowed: {', '.join(reps)}")
+        close = difflib.get_close_matches(name, list(reps), n=3)
+        families = ", ".join(sorted({f"{n.split('-')[0]}-…" for n in reps}))
+        raise ConfigError(f"name: unknown reproduction {shown(name)}"
+                          + (f" (closest: {', '.join(close)})" if close else "")
+                          + f"; allowed: a name `shallowflow list` shows ({families})")
     return reps[name]

@@ -31,6 +31,7 @@ import xarray as xr
 
 from shallowflow import enable_full_precision
 from shallowflow.config import ConfigError
+from shallowflow.errors import shown
 from shallowflow.output import claim, disk_errors, write_text
 from shallowflow.reproductions import report
 from shallowflow.reproductions.base import RESULTS, Params, Reproduction, _validate, resolve_params
@@ -126,12 +127,12 @@ def rejudge(name: str, source: str | Path, out: str | Path, overwrite: bool = Fa
     source = Path(source)
     saved_file, results = source / "params.json", source / RESULTS
     if not saved_file.is_file() or not results.is_file():
-        raise ConfigError(f"--from: {str(source)!r} is not a reproduction folder (needs "
+        raise ConfigError(f"--from: {shown(source)} is not a reproduction folder (needs "
                           f"params.json and {RESULTS})")
     saved = read_record(saved_file, "--from")
     if saved.get("reproduction") != name:
-        raise ConfigError(f"--from: {str(source)!r} holds reproduction "
-                          f"{saved.get('reproduction')!r}, not {name!r}")
+        raise ConfigError(f"--from: {shown(source)} holds reproduction "
+                          f"{shown(saved.get('reproduction'))}, not {shown(name)}")
     params = _validate(rep, saved.get("params", {}), f"{saved_file}")
     with claim(out, "reproduction", overwrite) as place:
         start = time.perf_counter()

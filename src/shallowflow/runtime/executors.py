@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, Protocol, TypeVar
 
-from shallowflow.errors import Cancelled, Failure, UserError
+from shallowflow.errors import Cancelled, Failure, UserError, shown
 from shallowflow.machine import available_cores, jax_has_cuda, visible_gpus
 from shallowflow.runtime.progress import Bar
 
@@ -179,7 +179,7 @@ class DaskExecutor:
             client = Client(self.address, timeout=self.connect_timeout, set_as_default=False)
         except Exception as err:  # any failure to connect is the address's
             detail = " ".join(f"{type(err).__name__}: {err}".split())[:200]
-            raise UserError(f"--address: no Dask scheduler answered at {self.address!r} within "
+            raise UserError(f"--address: no Dask scheduler answered at {shown(self.address)} within "
                             f"{self.connect_timeout:g} s ({detail}); allowed: the address of a running "
                             "scheduler, e.g. tcp://127.0.0.1:8786") from None
         try:
@@ -192,7 +192,7 @@ class DaskExecutor:
                 client.wait_for_workers(1, timeout=self.worker_timeout)
         except TimeoutError:
             raise UserError(f"--address: no Dask worker joined the scheduler at "
-                            f"{self.address!r} within {self.worker_timeout:g} s; start workers "
+                            f"{shown(self.address)} within {self.worker_timeout:g} s; start workers "
                             f"first (e.g. dask worker {self.address}), then run the command "
                             "again") from None
         finally:
@@ -277,14 +277,14 @@ def make_executor(name: str = "local", address: str | None = None,
     """The executor called ``name`` (see :data:`EXECUTORS`); ``address`` (a running scheduler)
     or ``workers`` (processes of a local cluster) are for cluster ones."""
     if name not in EXECUTORS:
-        raise UserError(f"--executor: must be one of {', '.join(EXECUTORS)}, got {name!r}")
+        raise UserError(f"--executor: must be one of {', '.join(EXECUTORS)}, got {shown(name)}")
     if workers is not None and workers < 1:
         raise UserError(f"--workers: must be >= 1, got {workers}")
     if name == "local":
         for option, value in (("--address", address), ("--workers", workers)):
             if value is not None:
                 raise UserError(f"{option}: only for a cluster executor (e.g. dask), not for "
-                                f"--executor local (got {value!r})")
+                                f"--executor local (got {shown(value)})")
         return LocalExecutor()
     if address is not None and workers is not None:
         raise UserError(f"--workers: starts a local cluster; with --address the scheduler's "

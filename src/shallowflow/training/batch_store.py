@@ -23,6 +23,7 @@ import numpy as np
 import xarray as xr
 
 from shallowflow.config import ConfigError
+from shallowflow.errors import shown
 from shallowflow.output import clean_stale
 from shallowflow.store import H5_OPTIONS, read_netcdf, write_netcdf
 
@@ -108,7 +109,7 @@ class BatchStore:
                 h5py.File(path, "r", **H5_OPTIONS).close()
             except Exception as err:  # any unreadable file is damaged
                 raise ConfigError(
-                    f"{path}: batch file is damaged ({type(err).__name__}); delete it and run "
+                    f"{shown(path)}: batch file is damaged ({type(err).__name__}); delete it and run "
                     "with --resume again to recompute that batch") from None
 
 
