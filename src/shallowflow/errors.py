@@ -127,8 +127,11 @@ SHOWN = 80
 SHOWN_PATH = 120
 """How many characters of a path an error message echoes: a user reads a path to act on it."""
 
-LINE = 400
-"""The longest line an error prints (:func:`error_lines`); longer ones are cut in the middle."""
+LINE = 1000
+"""The longest line an error prints (:func:`error_lines`); longer ones are cut in the middle. A
+line holds a few bounded values (:data:`SHOWN`, :data:`SHOWN_PATH`) and their text: a full disk
+names the file, the folder of kept batches and the command that goes on (about 500 characters
+with long paths), which must stay whole."""
 
 
 def printable(text: str) -> str:

@@ -110,7 +110,7 @@ class StrictModel(BaseModel):
                 if isinstance(value, str) and field is not None \
                         and not admits_text(field.annotation, value) \
                         and _numeric(field.annotation):
-                    raise ValueError(f"{name}: must be a number, not the text {value[:40]!r} "
+                    raise ValueError(f"{name}: must be a number, not the text {shown(value)} "
                                      "(write it without quotes)")
         return values
 
