@@ -290,7 +290,7 @@ def test_a_caller_that_stops_stops_the_certificate_reruns():
             raise Halt
 
     exp = experiment_from_mapping({**SPEC, "train": {**SPEC["train"], "steps": 20000,
-                                                     "certify": 2}})
+                                                     "step_certificate": 2}})
     batch = experiment.prepare_batch([experiment.RunRef(exp, r) for r in range(2)])
     with pytest.raises(Halt):
         experiment.run_batch(batch, progress)

@@ -99,8 +99,8 @@ def run(
                             force=force)
     for note in filter(None, ds.attrs.get("notes", "").split("\n")):
         console.print(f"[cyan]note:[/] {escape(note)}", highlight=False)
-    if "certificate" in ds.attrs:
-        out.print(ds.attrs["certificate"], highlight=False)
+    if "step_certificate" in ds.attrs:
+        out.print(ds.attrs["step_certificate"], highlight=False)
     if "precision_rel" in ds:
         from shallowflow.training.certificates import precision_verdict
 

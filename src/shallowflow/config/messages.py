@@ -10,7 +10,10 @@ from pydantic import ValidationError
 from shallowflow.config.data_kinds import DATA_KINDS
 from shallowflow.config.init_schemes import INIT_SCHEMES
 
-RENAMED = {"train.engine": "train.parametrisation", "train.reduce": "train.span"}
+RENAMED = {
+    "train.engine": "train.parametrisation", "train.reduce": "train.span",
+    "train.certify": "train.step_certificate", "train.certify_tol": "train.step_certificate_tol",
+}
 """Old keys and their new names: an old key is refused with a message naming the new one."""
 
 _UNION_MEMBER = re.compile(r"^(float|int|str|bool|none|[a-z-]+\[.*\])$")

@@ -47,8 +47,8 @@ class TrainSpec(StrictModel):
         "auto", description="persistent activity mask (auto: on for orthogonal data)")
     span: Literal["auto", "on", "off"] = Field(
         "auto", description="train in the span of the data (auto: when n < d or rows are orthogonal)")
-    certify: int = Field(0, ge=0, le=2, description="rerun at lr/2 (1) and lr/4 (2)")
-    certify_tol: float | None = Field(None, gt=0, description="required relative certificate")
+    step_certificate: int = Field(0, ge=0, le=2, description="rerun at lr/2 (1) and lr/4 (2)")
+    step_certificate_tol: float | None = Field(None, gt=0, description="required relative step certificate")
     certify_precision: int = Field(
         0, ge=0, description="float32 runs: rerun this many runs of each batch (its first ones) "
         "in float64 and record their distance (docs/math.md §8.13)")
@@ -81,8 +81,8 @@ class TrainSpec(StrictModel):
             raise ValueError("activity_mask: 'on' needs full-batch GD, not sgd")
         if self.optimizer == "sgd" and self.span == "on":
             raise ValueError("span: 'on' needs full-batch GD, not sgd")
-        if self.certify_tol is not None and self.certify == 0:
-            raise ValueError("certify_tol: needs train.certify >= 1")
+        if self.step_certificate_tol is not None and self.step_certificate == 0:
+            raise ValueError("step_certificate_tol: needs train.step_certificate >= 1")
         if self.certify_precision and self.dtype != "float32":
             raise ValueError(f"certify_precision: reruns float32 runs in float64; needs "
                              f"train.dtype = 'float32' (got {self.dtype!r})")

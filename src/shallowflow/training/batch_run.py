@@ -98,13 +98,13 @@ def end_states(ds: xr.Dataset, batch: BatchInputs) -> xr.Dataset:
 
 def step_reruns(batch: BatchInputs,
                 progress: Callable[[int, int], None] | None = None) -> list[EngineResult] | None:
-    """With ``train.certify`` = 1 or 2: the batch rerun at lr/2 (and lr/4), else None."""
-    levels = batch.refs[0].experiment.train.certify
+    """With ``train.step_certificate`` = 1 or 2: the batch rerun at lr/2 (and lr/4), else None."""
+    levels = batch.refs[0].experiment.train.step_certificate
     return [_run_engine(batch, k, progress) for k in range(1, levels + 1)] if levels else None
 
 
-def certify_step(ds: xr.Dataset, batch: BatchInputs, result: EngineResult,
-                 reruns: list[EngineResult] | None) -> xr.Dataset:
+def step_certificate(ds: xr.Dataset, batch: BatchInputs, result: EngineResult,
+                     reruns: list[EngineResult] | None) -> xr.Dataset:
     """Attach the step-size certificate (:mod:`shallowflow.training.certificates`, docs/math.md §8.10)
     from the batch's ``result`` and its :func:`step_reruns` (None: not asked for)."""
     if reruns is None:
@@ -118,18 +118,18 @@ def certify_step(ds: xr.Dataset, batch: BatchInputs, result: EngineResult,
         rel_d.append(r)
         by_probe.append(per)
     names = list(by_probe[0])
-    tol = batch.refs[0].experiment.train.certify_tol
+    tol = batch.refs[0].experiment.train.step_certificate_tol
     rel = np.stack(rel_d, axis=1)
     ds = ds.assign_coords(refinement=[f"lr/{2**k} vs lr/{2**(k + 1)}" for k in range(levels)],
                           certified_probe=names)
-    ds["certificate_abs"] = (("run", "refinement"), np.stack(abs_d, axis=1))
-    ds["certificate_rel"] = (("run", "refinement"), rel)
-    ds["certificate_rel_by_probe"] = (
+    ds["step_certificate_abs"] = (("run", "refinement"), np.stack(abs_d, axis=1))
+    ds["step_certificate_rel"] = (("run", "refinement"), rel)
+    ds["step_certificate_rel_by_probe"] = (
         ("run", "refinement", "certified_probe"),
         np.stack([np.stack([p[n] for n in names], axis=1) for p in by_probe], axis=1))
-    ds.attrs["certificate"] = certificate.verdict(rel, tol)
+    ds.attrs["step_certificate"] = certificate.verdict(rel, tol)
     if tol is not None:
-        ds["certified"] = ("run", rel[:, 0] <= tol)
+        ds["step_certified"] = ("run", rel[:, 0] <= tol)
     return ds
 
 
@@ -141,8 +141,8 @@ def precision_reruns(batch: BatchInputs,
     if not k:
         return None
     refs = [RunRef(r.experiment.with_train(dtype="float64", certify_precision=0,
-                                           certify_precision_tol=None, certify=0,
-                                           certify_tol=None), r.index)
+                                           certify_precision_tol=None, step_certificate=0,
+                                           step_certificate_tol=None), r.index)
             for r in batch.refs[:k]]  # each run its own experiment: seeds, scales may differ
     return _run_engine(prepare_batch(refs, batch.drawn), 0, progress)
 
@@ -184,7 +184,7 @@ class Certificate(NamedTuple):
 
 
 CERTIFICATES: tuple[Certificate, ...] = (
-    Certificate(step_reruns, certify_step, beside=False),
+    Certificate(step_reruns, step_certificate, beside=False),
     Certificate(precision_reruns, certify_precision, beside=True))
 """What :func:`run_batch` attaches to a trained batch, each a no-op unless its ``train`` options
 ask for it."""
