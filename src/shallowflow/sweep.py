@@ -351,7 +351,7 @@ def _summarised(path: Path, files: list[Path]) -> pd.DataFrame | None:
 
 def summarise(out: str | Path) -> pd.DataFrame:
     """Rebuild ``summary.parquet``: one row per finished run, with its grid values, why it
-    stopped (``stop_reason``, ``end_step``), with ``train.certify_precision`` its distance to
+    stopped (``stop_reason``, ``end_step``), with ``train.precision_certificate`` its distance to
     float64 (``precision_rel``) and, with ``train.certify_end``, its end-state verdict
     (``label``, ``grad_norm``, ``eig_min``, ...: :func:`shallowflow.stationary.end_table`).
 

@@ -13,6 +13,8 @@ from shallowflow.config.init_schemes import INIT_SCHEMES
 RENAMED = {
     "train.engine": "train.parametrisation", "train.reduce": "train.span",
     "train.certify": "train.step_certificate", "train.certify_tol": "train.step_certificate_tol",
+    "train.certify_precision": "train.precision_certificate",
+    "train.certify_precision_tol": "train.precision_certificate_tol",
 }
 """Old keys and their new names: an old key is refused with a message naming the new one."""
 

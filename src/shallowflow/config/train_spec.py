@@ -49,10 +49,10 @@ class TrainSpec(StrictModel):
         "auto", description="train in the span of the data (auto: when n < d or rows are orthogonal)")
     step_certificate: int = Field(0, ge=0, le=2, description="rerun at lr/2 (1) and lr/4 (2)")
     step_certificate_tol: float | None = Field(None, gt=0, description="required relative step certificate")
-    certify_precision: int = Field(
+    precision_certificate: int = Field(
         0, ge=0, description="float32 runs: rerun this many runs of each batch (its first ones) "
         "in float64 and record their distance (docs/math.md §8.13)")
-    certify_precision_tol: float | None = Field(
+    precision_certificate_tol: float | None = Field(
         None, gt=0, description="required relative precision certificate")
     polish: Literal["none", "newton", "bfgs", "lbfgs"] = Field(
         "none", description="polish each end point to the nearest stationary point "
@@ -83,11 +83,11 @@ class TrainSpec(StrictModel):
             raise ValueError("span: 'on' needs full-batch GD, not sgd")
         if self.step_certificate_tol is not None and self.step_certificate == 0:
             raise ValueError("step_certificate_tol: needs train.step_certificate >= 1")
-        if self.certify_precision and self.dtype != "float32":
-            raise ValueError(f"certify_precision: reruns float32 runs in float64; needs "
+        if self.precision_certificate and self.dtype != "float32":
+            raise ValueError(f"precision_certificate: reruns float32 runs in float64; needs "
                              f"train.dtype = 'float32' (got {self.dtype!r})")
-        if self.certify_precision_tol is not None and self.certify_precision == 0:
-            raise ValueError("certify_precision_tol: needs train.certify_precision >= 1")
+        if self.precision_certificate_tol is not None and self.precision_certificate == 0:
+            raise ValueError("precision_certificate_tol: needs train.precision_certificate >= 1")
         if self.optimizer == "sgd" and self.onedim == "on":
             raise ValueError("onedim: 'on' needs full-batch GD, not sgd")
         if self.second_layer_rate not in (0.0, 1.0) and self.layers == "first":

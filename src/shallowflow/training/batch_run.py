@@ -135,19 +135,19 @@ def step_certificate(ds: xr.Dataset, batch: BatchInputs, result: EngineResult,
 
 def precision_reruns(batch: BatchInputs,
                      progress: Callable[[int, int], None] | None = None) -> EngineResult | None:
-    """With ``train.certify_precision`` = k (a float32 batch): its first k runs trained in
+    """With ``train.precision_certificate`` = k (a float32 batch): its first k runs trained in
     float64, from the float64 data and networks the batch was rounded from; else None."""
-    k = min(batch.refs[0].experiment.train.certify_precision, len(batch.refs))
+    k = min(batch.refs[0].experiment.train.precision_certificate, len(batch.refs))
     if not k:
         return None
-    refs = [RunRef(r.experiment.with_train(dtype="float64", certify_precision=0,
-                                           certify_precision_tol=None, step_certificate=0,
+    refs = [RunRef(r.experiment.with_train(dtype="float64", precision_certificate=0,
+                                           precision_certificate_tol=None, step_certificate=0,
                                            step_certificate_tol=None), r.index)
             for r in batch.refs[:k]]  # each run its own experiment: seeds, scales may differ
     return _run_engine(prepare_batch(refs, batch.drawn), 0, progress)
 
 
-def certify_precision(ds: xr.Dataset, batch: BatchInputs, result: EngineResult,
+def precision_certificate(ds: xr.Dataset, batch: BatchInputs, result: EngineResult,
                       reference: EngineResult | None) -> xr.Dataset:
     """Attach, per run, ``precision_abs``, ``precision_rel`` and ``precision_rel_by_probe``: the
     distances of the float32 records to the float64 ``reference`` (:func:`precision_reruns`;
@@ -185,6 +185,6 @@ class Certificate(NamedTuple):
 
 CERTIFICATES: tuple[Certificate, ...] = (
     Certificate(step_reruns, step_certificate, beside=False),
-    Certificate(precision_reruns, certify_precision, beside=True))
+    Certificate(precision_reruns, precision_certificate, beside=True))
 """What :func:`run_batch` attaches to a trained batch, each a no-op unless its ``train`` options
 ask for it."""

@@ -210,7 +210,7 @@ class BatchInputs:
     log_scale: np.ndarray | None  # (R,) log lambda per run, or None (scale-free schemes)
     span: bool
     notes: tuple[str, ...]
-    drawn: Drawn | None = None  # a float32 batch's first train.certify_precision runs as drawn
+    drawn: Drawn | None = None  # a float32 batch's first train.precision_certificate runs as drawn
 
 
 class Drawn(NamedTuple):
@@ -253,7 +253,7 @@ def prepare_batch(refs: Sequence[RunRef], drawn: Drawn | None = None) -> BatchIn
                      else r.experiment.train.stop_loss for r in refs])
     stop_grad = np.array([-np.inf if r.experiment.train.stop_grad is None
                           else r.experiment.train.stop_grad for r in refs])
-    k = min(first.train.certify_precision, len(refs)) if dtype != "float64" else 0
+    k = min(first.train.precision_certificate, len(refs)) if dtype != "float64" else 0
     kept = None if not k else Drawn(X if X.ndim == 2 else X[:k].copy(),
                                     y if y.ndim == 1 else y[:k].copy(),
                                     Network(*(np.asarray(v)[:k].copy() for v in drawn.net0)))
