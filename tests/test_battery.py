@@ -190,7 +190,7 @@ CASES: list[tuple[str, list[str], list[str]]] = [
      ["train.second_layer_rate", "got -1"]),
     ("second-layer-rate-with-first", run_set('train.layers="first"', "train.second_layer_rate=0.5"),
      ["second_layer_rate", "0.5"]),
-    ("certify-end-text", run_set('train.certify_end="maybe"'), ["train.certify_end", "maybe"]),
+    ("end-state-text", run_set('train.end_state="maybe"'), ["train.end_state", "maybe"]),
     ("step-certificate-3", run_set("train.step_certificate=3"), ["train.step_certificate", "got 3"]),
     ("step-certificate-tol-alone", run_set("train.step_certificate_tol=0.1"),
      ["step_certificate_tol", "step_certificate"]),

@@ -133,7 +133,9 @@ OLD_KEYS = {  # each renamed key (config.RENAMED): a value, and what its new key
     "train.certify": (1, {}),
     "train.certify_tol": (0.1, {"train__step_certificate": 1}),
     "train.certify_precision": (1, {"train__dtype": "float32"}),
-    "train.certify_precision_tol": (0.1, {"train__dtype": "float32", "train__precision_certificate": 1}),
+    "train.certify_precision_tol": (0.1, {"train__dtype": "float32",
+                                          "train__precision_certificate": 1}),
+    "train.certify_end": (True, {}),
 }
 
 

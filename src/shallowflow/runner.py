@@ -12,7 +12,7 @@ import xarray as xr
 from shallowflow.config import Experiment, dump_toml, read_mapping
 from shallowflow.errors import OutputError, UserError
 from shallowflow.output import atomic_file, claim, exclusive, record_entries
-from shallowflow.stationary import certify_dataset, end_table
+from shallowflow.stationary import end_states, end_table
 from shallowflow.stationary.polish import PolishMethod
 from shallowflow.store import load_run, provenance, write_netcdf, write_run
 from shallowflow.training.entry import train
@@ -91,7 +91,7 @@ def _certify(folder: Path, polish: str, at: str, overwrite: bool) -> xr.Dataset:
     if "leak" not in ds.attrs:  # folders written before the activation was stored
         model = read_mapping(folder / "config.toml", "config").get("model", {})
         ds.attrs["leak"] = float(model.get("leak", 0.0))
-    end = certify_dataset(ds, at=where, polish_method=None if polish == "none" else polish)
+    end = end_states(ds, at=where, polish_method=None if polish == "none" else polish)
     for name in ("stop_reason", "end_step"):
         if name in ds:
             end[name] = ds[name]

@@ -15,6 +15,7 @@ RENAMED = {
     "train.certify": "train.step_certificate", "train.certify_tol": "train.step_certificate_tol",
     "train.certify_precision": "train.precision_certificate",
     "train.certify_precision_tol": "train.precision_certificate_tol",
+    "train.certify_end": "train.end_state",
 }
 """Old keys and their new names: an old key is refused with a message naming the new one."""
 

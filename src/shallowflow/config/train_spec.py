@@ -57,7 +57,7 @@ class TrainSpec(StrictModel):
     polish: Literal["none", "newton", "bfgs", "lbfgs"] = Field(
         "none", description="polish each end point to the nearest stationary point "
         "(docs/math.md §9.5); the polished network and the distance moved are recorded")
-    certify_end: bool = Field(
+    end_state: bool = Field(
         False, description="certify each end state (minimum, saddle, not stationary; "
         "docs/math.md §9.6), of the polished point when train.polish is set")
 

@@ -73,26 +73,26 @@ def run_batch(batch: BatchInputs,
         for c, future in zip(CERTIFICATES, early, strict=True):
             reference = c.reference(batch, rerun_progress) if future is None else future.result()
             ds = c.attach(ds, batch, result, reference)
-    return end_states(ds, batch)
+    return attach_end_states(ds, batch)
 
 
 class _Stopped(Exception):
     """The batch failed or was interrupted: the certificate reruns beside it stop."""
 
 
-def end_states(ds: xr.Dataset, batch: BatchInputs) -> xr.Dataset:
-    """Polish (``train.polish``) and certify (``train.certify_end``) each run's end point
-    (:func:`shallowflow.stationary.certify_dataset`, docs/math.md §9.5-9.6): adds
+def attach_end_states(ds: xr.Dataset, batch: BatchInputs) -> xr.Dataset:
+    """Polish (``train.polish``) and judge (``train.end_state``) each run's end point
+    (:func:`shallowflow.stationary.end_states`, docs/math.md §9.5-9.6): adds
     ``a_polished``, ``W_polished``, ``end_polish_*`` and the verdict ``end_label``,
     ``end_reason``, ``end_*`` numbers. A no-op when neither is asked for."""
     train = batch.refs[0].experiment.train
-    if train.polish == "none" and not train.certify_end:
+    if train.polish == "none" and not train.end_state:
         return ds
-    from shallowflow.stationary import certify_dataset  # scipy: only when asked for
+    from shallowflow.stationary import end_states  # scipy: only when asked for
 
-    end = certify_dataset(ds, batch.X, batch.y,
-                          polish_method=None if train.polish == "none" else train.polish,
-                          judge=train.certify_end)
+    end = end_states(ds, batch.X, batch.y,
+                     polish_method=None if train.polish == "none" else train.polish,
+                     judge=train.end_state)
     return ds.merge(end, combine_attrs="drop_conflicts")
 
 

@@ -8,7 +8,7 @@ omnidirectional and the network reaches a global minimum (zero loss) on Assumpti
 the 3-point data of Fig. 2, each scheme at several widths and seeds, lambda = 1e-3 (times
 1/sqrt(m)), GD on (1/n) sum (h - y)^2; every end point is polished (Newton, to the nearest
 stationary point) and classified by the stationary-point certificate (docs/math.md §9:
-``train.certify_end``). The verdict counts are reported as they come out.
+``train.end_state``). The verdict counts are reported as they come out.
 
 Saved Dataset (``results.nc``): per run (dim ``run``) its scheme, width and seed, the loss
 curve (``run, time``) and the certificate's numbers (``end_label``, ``end_local_minimum``,
@@ -72,7 +72,7 @@ def simulate(P: InitParams, train: Trainer) -> xr.Dataset:
     start = time.perf_counter()
     exps = [bf_experiment(data={"kind": "three_point"}, m=m, scheme=s, log10_lambda=P.log10_lambda,
                           lr=P.lr, steps=P.steps, seed=P.seed, runs=P.runs, points=P.points,
-                          snapshots=False, probes=("loss",), polish="newton", certify_end=True,
+                          snapshots=False, probes=("loss",), polish="newton", end_state=True,
                           name=f"bf-init-{s}-m{m}")
             for s in SCHEMES for m in P.widths]
     dss = train(exps, label="bf-init", keep_data=True)

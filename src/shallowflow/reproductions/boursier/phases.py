@@ -53,7 +53,7 @@ SCHEMES = {"balanced": {"scheme": "balanced", "radial": "gaussian"},
 def bf_experiment(*, data: dict[str, Any], m: int, scheme: str, log10_lambda: float, lr: float,
                   steps: int, seed: int = 0, runs: int = 1, points: int = 100,
                   snapshots: bool = True, probes: Sequence[str] = ("loss", "a", "output"),
-                  polish: str = "none", certify_end: bool = False, onedim: str = "auto",
+                  polish: str = "none", end_state: bool = False, onedim: str = "auto",
                   parametrisation: str = "auto", name: str = "bf") -> Experiment:
     """One setting of the paper's protocol (module docstring): ``scheme`` one of :data:`SCHEMES`,
     initial scale lambda = 10^log10_lambda given by its natural log (``init.log_scale``, so any
@@ -66,7 +66,7 @@ def bf_experiment(*, data: dict[str, Any], m: int, scheme: str, log10_lambda: fl
         "init": {**SCHEMES[scheme], "log_scale": log10_lambda * math.log(10), "width_scaling": True},
         "train": {"loss": "mse", "lr": lr, "steps": steps, "onedim": onedim,
                   "parametrisation": parametrisation, "polish": polish,
-                  "certify_end": certify_end},
+                  "end_state": end_state},
         "record": {"points": points, "probes": list(probes), "snapshots": snapshots},
     })
 
