@@ -167,6 +167,13 @@ def test_old_keys_are_refused_with_the_new_name(tmp_path, old):
     assert getattr(exp, new_table).model_dump()[new_key] == value
 
 
+@pytest.mark.parametrize("value", ["first", "both"])
+def test_the_removed_layers_key_names_second_layer_rate(value):
+    with pytest.raises(ConfigError) as err:
+        experiment_from_mapping(base(train__layers=value))
+    assert str(err.value).splitlines() == ["train.layers: removed; use train.second_layer_rate = 0"]
+
+
 BAD = "non-finite"  # placeholder for the value under test
 
 

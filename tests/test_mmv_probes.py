@@ -2,7 +2,7 @@
 counts, stable rank and ||W||_2^2 against theory/alignment.py on the recorded weights, the A.5
 "changes" against an explicit numpy gradient, on every data layout (shared, per run, span basis
 dense and diagonal, one-dimensional) and both parametrisations; train.second_layer_rate against a
-numpy GD loop, 0 = layers "first" and 1 = default exactly; the default probes untouched."""
+numpy GD loop, 1 = default exactly; the default probes untouched."""
 
 from __future__ import annotations
 
@@ -163,16 +163,16 @@ def _spec(**train) -> dict:
 PROBED = ("mmv_cos_plus", "mmv_cone_counts")
 
 
-def test_rate_zero_is_first_layer_only_and_rate_one_is_default_exactly():
-    zero, first, one, default = train(
+def test_rate_zero_freezes_the_second_layer_and_rate_one_is_default_exactly():
+    zero, one, default = train(
         [experiment_from_mapping(_spec(**t)) for t in
-         ({"second_layer_rate": 0.0}, {"layers": "first"}, {"second_layer_rate": 1.0}, {})],
+         ({"second_layer_rate": 0.0}, {"second_layer_rate": 1.0}, {})],
         show_progress=False)
-    for x, ref in ((zero, first), (one, default)):
-        for name in ("a_final", "W_final", *DEFAULT_PROBES, *PROBED):
-            np.testing.assert_array_equal(x[name].values, ref[name].values)
+    for name in ("a_final", "W_final", *DEFAULT_PROBES, *PROBED):
+        np.testing.assert_array_equal(one[name].values, default[name].values)
     assert not np.array_equal(zero.a_final.values, default.a_final.values)
-    assert [ds.attrs["second_layer_rate"] for ds in (zero, first, one)] == [0, 0, 1]
+    assert not engine_config(experiment_from_mapping(_spec(second_layer_rate=0.0))).train_second_layer
+    assert [ds.attrs["second_layer_rate"] for ds in (zero, one)] == [0, 1]
     half = engine_config(experiment_from_mapping(_spec(second_layer_rate=0.5)))
     assert half.layer_rate == 0.5 and half.train_second_layer
     assert zero.mmv_cone_counts.cone.values.tolist() == list(al.CONE_NAMES)
@@ -185,7 +185,7 @@ def test_rate_zero_is_first_layer_only_and_rate_one_is_default_exactly():
 
 @pytest.mark.parametrize("train_, message", [
     ({"second_layer_rate": -1.0}, "second_layer_rate"),
-    ({"second_layer_rate": 0.5, "layers": "first"}, "second_layer_rate: layers = 'first'"),
+    ({"layers": "first"}, r"train\.layers: removed; use train\.second_layer_rate = 0"),
     ({"second_layer_rate": 0.5, "balance": "tied"}, "second_layer_rate: balance 'tied'"),
 ])
 def test_bad_second_layer_rate_is_refused_naming_the_field(train_, message):

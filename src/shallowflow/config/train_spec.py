@@ -21,10 +21,10 @@ class TrainSpec(StrictModel):
     time_scale: float | Literal["width"] = Field(1.0, description="T: a number or 'width' (T = p)")
     optimizer: Literal["gd", "sgd"] = "gd"
     batch_size: int | None = Field(None, gt=0)
-    layers: Literal["both", "first"] = "both"
     second_layer_rate: float = Field(
         1.0, ge=0, description="the second layer's learning rate over the first's, r: "
-        "da/dt = -T r grad_a L (1: plain GD, 0: frozen like layers = 'first'; docs/math.md §4.5)")
+        "da/dt = -T r grad_a L (1: plain GD, 0: the second layer frozen, the first trained "
+        "alone; docs/math.md §4.5)")
     stop_loss: float | None = Field(None, ge=0, description="freeze a run once L < stop_loss")
     stop_grad: float | None = Field(
         None, gt=0, description="end a run once ||grad L||_2 < stop_grad (tested at record points)")
@@ -61,6 +61,13 @@ class TrainSpec(StrictModel):
         False, description="certify each end state (minimum, saddle, not stationary; "
         "docs/math.md §9.6), of the polished point when train.polish is set")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _removed(cls, data: object) -> object:
+        if isinstance(data, dict) and "layers" in data:
+            raise ValueError(REMOVED_LAYERS)
+        return data
+
     @model_validator(mode="after")
     def _consistent(self) -> TrainSpec:
         if (self.steps is None) == (self.duration is None):
@@ -90,9 +97,6 @@ class TrainSpec(StrictModel):
             raise ValueError("precision_certificate_tol: needs train.precision_certificate >= 1")
         if self.optimizer == "sgd" and self.onedim == "on":
             raise ValueError("onedim: 'on' needs full-batch GD, not sgd")
-        if self.second_layer_rate not in (0.0, 1.0) and self.layers == "first":
-            raise ValueError(f"second_layer_rate: layers = 'first' freezes the second layer; "
-                             f"give 0 or layers = 'both' (got {self.second_layer_rate})")
         if self.second_layer_rate != 1.0 and self.balance == "tied":
             raise ValueError(f"second_layer_rate: balance 'tied' keeps |a_j| = ||w_j||, which "
                              f"the flow keeps only at rate 1 (got {self.second_layer_rate})")
@@ -106,6 +110,10 @@ class TrainSpec(StrictModel):
             return self.steps
         return math.ceil(self.duration / self.lr - 1e-9)  # type: ignore[operator]
 
+
+REMOVED_LAYERS = "layers: removed; use train.second_layer_rate = 0"
+"""The message for the old ``train.layers`` ("both"/"first"): ``second_layer_rate = 0`` freezes the
+second layer, as ``layers = "first"`` did."""
 
 MAX_STEPS = 10**11
 """The most steps a run may ask for: 10^11 steps take more than a day at a microsecond a step,

@@ -66,9 +66,9 @@ def engine_config(exp: Experiment, lr: float | None = None) -> EngineConfig:
         kappa=exp.kappa,
         lr=exp.train.lr if lr is None else lr,
         time_scale=exp.time_scale,
-        train_second_layer=exp.train.layers == "both" and exp.train.second_layer_rate > 0,
+        train_second_layer=exp.train.second_layer_rate > 0,
         # r (docs/math.md §4.5); 0 when frozen, so that both spellings compile to one engine
-        second_layer_rate=exp.train.second_layer_rate if exp.train.layers == "both" else 0.0,
+        second_layer_rate=exp.train.second_layer_rate,
         batch_size=exp.train.batch_size,
         probes=tuple(dict.fromkeys(probes)),
         parametrisation=choices.parametrisation,

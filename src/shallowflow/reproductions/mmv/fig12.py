@@ -6,7 +6,7 @@ shows no such two phases.
 Protocol: MNIST 1 (+1) vs 0 (-1) as in Fig. 5, h = 50, SGD with step 2e-3 and the paper's batch
 2000. The embedded subset has at most 1000 images per pair, so the batch is min(2000, n), i.e.
 the full batch (SGD then equals GD; said in the report). Both layers: W and v entries
-N(0, alpha^2). First layer only (``train.layers = "first"``): W entries N(0, alpha^2), v_j = +-1
+N(0, alpha^2). First layer only (``train.second_layer_rate = 0``): W entries N(0, alpha^2), v_j = +-1
 fixed (``alignment_curves.first_layer_init``). The A.5 "changes" (docs/math.md §4.4) are measured every
 ``every`` iterations as finite differences over one step (records at k and k + 1;
 ``theory.alignment_measures.changes_from_snapshots``), which with the full batch is the rate of a full
@@ -83,7 +83,7 @@ def simulate(P: Fig12Params, train: Trainer) -> xr.Dataset:
                   batch_size=batch, name="mmv-fig12")
     both = mmv_experiment(**common)
     d = both.data.arrays()[0].shape[1]
-    first = mmv_experiment(**common, layers="first",
+    first = mmv_experiment(**common, second_layer_rate=0.0,
                            init=first_layer_init(P.seed, P.width, d, P.alpha))
     out = []
     for ds, s in zip(train([both, first], label="mmv-fig12"), SCHEMES, strict=True):
