@@ -26,13 +26,13 @@ def test_lognorm_equals_plain_gd_at_small_scale():
     """The log-norm engine is the plain GD map in other coordinates: 1e-9 relative at 1e-3."""
     X, y = sphere(jax.random.PRNGKey(0), 20, 8)
     nets = batch(unit_balanced(1, 6, 8), unit_balanced(2, 6, 8))
-    log_scale = np.log([1e-3, 1e-3])
+    log_lambda = np.log([1e-3, 1e-3])
     sched = record_schedule(3000, every=100)
     probes = ("loss", "neuron_norm", "log_norm", "a", "pl_curvature")
     out = {}
     for par in ("plain", "lognorm"):
         cfg = EngineConfig(lr=0.05, parametrisation=par, probes=probes)
-        out[par] = simulate(cfg, nets, X, y, saveat=SaveAt(sched), log_scale=log_scale)
+        out[par] = simulate(cfg, nets, X, y, saveat=SaveAt(sched), log_lambda=log_lambda)
     p, q = out["plain"], out["lognorm"]
     assert p.records["loss"][:, -1].max() < 0.5 * p.records["loss"][:, 0].min()  # it learned
     for name in probes:
@@ -69,7 +69,7 @@ def test_lognorm_at_tiny_scales_is_finite_and_approaches_algorithm_1(tied):
         cfg = EngineConfig(lr=lr, parametrisation="lognorm", tied_balance=tied,
                            probes=("loss", "log_norm", "balance_log_drift"))
         r = simulate(cfg, HAND_NET, HAND_X, HAND_Y, saveat=SaveAt(sched), options=EngineOptions(span=True),
-                     log_scale=np.array([L]))
+                     log_lambda=np.array([L]))
         for v in r.records.values():
             assert np.all(np.isfinite(v))
         np.testing.assert_allclose(r.records["log_norm"][0, 0], [L, L], rtol=1e-14)
@@ -147,7 +147,7 @@ def test_mask_stops_dead_pairs_reviving_at_lambda_1e_100():
     res = {}
     for mask in (False, True):
         cfg = EngineConfig(lr=0.5, activity_mask=mask, probes=("loss", "active"))
-        res[mask] = simulate(cfg, net, X, y, saveat=SaveAt(sched), log_scale=np.array([-100 * np.log(10.0)]))
+        res[mask] = simulate(cfg, net, X, y, saveat=SaveAt(sched), log_lambda=np.array([-100 * np.log(10.0)]))
     assert revived_pairs(res[False].records["active"][0]) > 0  # the failure is reproduced
     assert revived_pairs(res[True].records["active"][0]) == 0
     # under the mask a pair active at the end was active from the start (pairs only die)
@@ -165,7 +165,7 @@ def test_lognorm_keeps_the_out_of_span_norm_at_tiny_scale():
     L = -200 * np.log(10.0)
     cfg = EngineConfig(lr=0.1, parametrisation="lognorm", probes=("log_norm",))
     r = simulate(cfg, net, X, y, saveat=SaveAt(record_schedule(20, every=10)),
-                 options=EngineOptions(span=True), log_scale=np.array([L]))
+                 options=EngineOptions(span=True), log_lambda=np.array([L]))
     W = np.asarray(net.W[0])
     np.testing.assert_allclose(r.records["log_norm"][0, 0], np.log(np.linalg.norm(W, axis=1)) + L,
                                rtol=1e-14)

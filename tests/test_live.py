@@ -216,5 +216,5 @@ def test_never_narrowed_where_dead_neurons_move(kind):
     cfg = EngineConfig(lr=0.05, probes=("loss",), loss=Loss(), **kw)
     res = simulate(cfg, net0, THREE_X, THREE_Y, saveat=SaveAt(record_schedule(200, points=10)),
                    options=EngineOptions(skip_dead="on"),
-                   log_scale=np.zeros(2) if kind == "lognorm" else None)
+                   log_lambda=np.zeros(2) if kind == "lognorm" else None)
     assert set(res.widths) == {20}

@@ -321,11 +321,11 @@ def test_engine_options_per_run_lognorm_first_layer_stop():
         out = cfg.kappa * np.maximum(X[1] @ W1.T, 0) @ a1
         stop = np.array([0.0, 0.99 * np.mean((out - y[1]) ** 2) / 2, 0.0])  # run 1 stops early
         # run 2 of the log-norm case starts at lambda = e^-300
-        log_scale = np.array([0.0, 0.0, -300.0]) if "parametrisation" in kw else None
+        log_lambda = np.array([0.0, 0.0, -300.0]) if "parametrisation" in kw else None
         dense, one = _both(cfg, net, X, y, saveat=SaveAt(record_schedule(1000, every=500)),
-                           stop=StopWhen(loss=stop), log_scale=log_scale)
+                           stop=StopWhen(loss=stop), log_lambda=log_lambda)
         assert _rel(dense.final.a, one.final.a) < 1e-12 and _rel(dense.final.W, one.final.W) < 1e-12
-        if log_scale is not None:
+        if log_lambda is not None:
             assert _rel(dense.log_final["log_norm"], one.log_final["log_norm"]) < 1e-12
             assert _rel(dense.log_final["log_abs_a"], one.log_final["log_abs_a"]) < 1e-12
         assert _rel(dense.records["loss"], one.records["loss"]) < 1e-12

@@ -47,11 +47,11 @@ class LogNorm:
     log_final = True
     dead_stay_put = False  # u / ||u|| with ||u|| = 1 to rounding moves u and rho by rounding
 
-    def initial(self, a: Array, Wt: Array, log_scale: Array | None, tied: bool) -> LogNormParams:
+    def initial(self, a: Array, Wt: Array, log_lambda: Array | None, tied: bool) -> LogNormParams:
         """Log-norm coordinates of lambda (a, Wt): u = w/||w||, rho = log ||w|| + log lambda,
         alpha = log |a| + log lambda, s = sign(a); ``tied``: alpha = rho."""
         norm = jnp.sqrt(jnp.sum(Wt**2, axis=0))
-        shift = log_shift(a, log_scale)[:, None]
+        shift = log_shift(a, log_lambda)[:, None]
         params = LogNormParams(Wt / norm[None], jnp.log(norm) + shift,
                                jnp.log(jnp.abs(a)) + shift, jnp.sign(a))
         return params._replace(alpha=params.rho) if tied else params

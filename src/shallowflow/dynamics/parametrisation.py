@@ -45,8 +45,8 @@ class Parametrisation(Protocol):
     dead_stay_put: bool  # whether a neuron with a zero gradient keeps its coordinates exactly, so
     # dead ReLU neurons may leave the step loop (:mod:`~shallowflow.dynamics.live`)
 
-    def initial(self, a: Array, Wt: Array, log_scale: Array | None, tied: bool) -> Params:
-        """Coordinates of the network lambda (a, Wt), log lambda = ``log_scale`` (R,) (None:
+    def initial(self, a: Array, Wt: Array, log_lambda: Array | None, tied: bool) -> Params:
+        """Coordinates of the network lambda (a, Wt), log lambda = ``log_lambda`` (R,) (None:
         lambda = 1); ``tied``: put the second layer on the balanced manifold |a_j| = ||w_j||."""
         ...
 
@@ -68,6 +68,6 @@ class Parametrisation(Protocol):
         ...
 
 
-def log_shift(a: Array, log_scale: Array | None) -> Array:
-    """log lambda per run (R,) for the network lambda (a, Wt): ``log_scale``, or 0 when None."""
-    return jnp.zeros((a.shape[0],), a.dtype) if log_scale is None else log_scale
+def log_shift(a: Array, log_lambda: Array | None) -> Array:
+    """log lambda per run (R,) for the network lambda (a, Wt): ``log_lambda``, or 0 when None."""
+    return jnp.zeros((a.shape[0],), a.dtype) if log_lambda is None else log_lambda

@@ -29,10 +29,10 @@ class Plain:
     log_final = False
     dead_stay_put = True  # a - eta * 0 = a, W - eta * 0 = W
 
-    def initial(self, a: Array, Wt: Array, log_scale: Array | None, tied: bool) -> PlainParams:
-        """(lambda a, lambda Wt); unscaled when ``log_scale`` is None (``tied`` is unavailable)."""
-        if log_scale is not None:
-            a, Wt = jnp.exp(log_scale)[:, None] * a, jnp.exp(log_scale)[None, :, None] * Wt
+    def initial(self, a: Array, Wt: Array, log_lambda: Array | None, tied: bool) -> PlainParams:
+        """(lambda a, lambda Wt); unscaled when ``log_lambda`` is None (``tied`` is unavailable)."""
+        if log_lambda is not None:
+            a, Wt = jnp.exp(log_lambda)[:, None] * a, jnp.exp(log_lambda)[None, :, None] * Wt
         return PlainParams(a, Wt)
 
     def weights(self, params: PlainParams) -> tuple[Array, Array]:

@@ -401,7 +401,7 @@ def from_run(ds: xr.Dataset, X: object | None, y: object, run: int = 0, *, loss:
     loss, reduction, time_scale default to the Dataset's attributes ``loss_name``, ``reduction``
     and ``time_scale``; c_L and the plateau normaliser are derived from them
     (:func:`loss_constant`). The stored initial network is lambda times the unit one; when lambda
-    is so small that W_init underflows (log_scale below about -700), use
+    is so small that W_init underflows (log lambda below about -700), use
     :func:`shallowflow.training.overlays.saddle_process_from_experiment`.
     Extra keyword arguments go to :func:`limit_process`.
     """

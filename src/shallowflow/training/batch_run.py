@@ -36,7 +36,7 @@ def _run_engine(batch: BatchInputs, level: int = 0,
         cfg, batch.net0, batch.X, batch.y, saveat=SaveAt(batch.schedule * 2**level),
         stop=StopWhen(loss=batch.stop_loss, grad=batch.stop_grad, seconds=exp.train.max_seconds),
         options=EngineOptions(span=batch.span, skip_dead=exp.train.skip_dead),
-        keys=batch.keys, log_scale=batch.log_scale, progress=Progress(report=progress))
+        keys=batch.keys, log_lambda=batch.log_lambda, progress=Progress(report=progress))
 
 
 def run_batch(batch: BatchInputs,

@@ -207,7 +207,7 @@ class BatchInputs:
     keys: jax.Array
     schedule: np.ndarray
     dtype: str
-    log_scale: np.ndarray | None  # (R,) log lambda per run, or None (scale-free schemes)
+    log_lambda: np.ndarray | None  # (R,) Experiment.log_lambda per run, None: scale-free schemes
     span: bool
     notes: tuple[str, ...]
     drawn: Drawn | None = None  # a float32 batch's first train.precision_certificate runs as drawn
@@ -244,8 +244,8 @@ def prepare_batch(refs: Sequence[RunRef], drawn: Drawn | None = None) -> BatchIn
     seeds, indices = [r.experiment.seed for r in refs], [r.index for r in refs]
     drawn = _draw(refs, _keys(seeds, indices, INIT_STREAM)) if drawn is None else drawn
     X, y = drawn.X, drawn.y
-    log_scale = (None if first.log_lambda is None
-                 else np.array([r.experiment.log_lambda for r in refs]))
+    log_lambda = (None if first.log_lambda is None
+                  else np.array([r.experiment.log_lambda for r in refs]))
     choices = first.choices
     dtype = first.train.dtype
     net0 = Network(np.asarray(drawn.net0.a, dtype), np.asarray(drawn.net0.W, dtype))
@@ -259,7 +259,7 @@ def prepare_batch(refs: Sequence[RunRef], drawn: Drawn | None = None) -> BatchIn
                                     Network(*(np.asarray(v)[:k].copy() for v in drawn.net0)))
     return BatchInputs(refs, engine_config(first), net0, X.astype(dtype), y.astype(dtype), stop,
                        stop_grad, _keys(seeds, indices, SGD_STREAM), batch_schedule(refs), dtype,
-                       log_scale, choices.span, choices.notes, kept)
+                       log_lambda, choices.span, choices.notes, kept)
 
 
 def _draw(refs: list[RunRef], init_keys: jax.Array) -> Drawn:
@@ -291,7 +291,7 @@ def to_dataset(batch: BatchInputs, result: EngineResult) -> xr.Dataset:
         "dim": np.arange(batch.X.shape[-1]),
         "seed": ("run", np.array([r.experiment.seed for r in batch.refs])),
         "run_index": ("run", np.array([r.index for r in batch.refs])),
-        "log_scale": ("run", np.full(R, np.nan) if batch.log_scale is None else batch.log_scale),
+        "log_lambda": ("run", np.full(R, np.nan) if batch.log_lambda is None else batch.log_lambda),
         "stop_loss": ("run", batch.stop_loss.astype(float)),
         "stop_grad": ("run", batch.stop_grad.astype(float)),
     }
@@ -329,11 +329,11 @@ def to_dataset(batch: BatchInputs, result: EngineResult) -> xr.Dataset:
         "notes": "\n".join(batch.notes),
     }
     ds = xr.Dataset(variables, coords=coords, attrs=attrs)
-    if batch.log_scale is not None and np.all(batch.log_scale < 0):
+    if batch.log_lambda is not None and np.all(batch.log_lambda < 0):
         # TBLEL's accelerated time t / log(1/lambda) (docs/math.md §3.2)
         ds = ds.assign_coords(time_accelerated=(("run", "time"),
-                                                ds.time.values[None] / -batch.log_scale[:, None]))
-        ds = ds.assign_coords(init_scale=("run", np.exp(batch.log_scale)))
+                                                ds.time.values[None] / -batch.log_lambda[:, None]))
+        ds = ds.assign_coords(init_scale=("run", np.exp(batch.log_lambda)))
     for name in result.records:
         ds[name].attrs["description"] = PROBES[name].description
     return ds

@@ -260,7 +260,7 @@ def draw(ds: xr.Dataset, P: Fig1Params) -> list[Figure]:
 
     p, labels = limit_of(ds), labels_of(ds)
     t_acc, loss, fitted = ds.time_accelerated.values, ds.loss.values, ds.fitted.values
-    L, R, t_end = -ds.log_scale.values, len(labels), 1.15 * p.tau[-1]
+    L, R, t_end = -ds.log_lambda.values, len(labels), 1.15 * p.tau[-1]
     colors = plt.cm.viridis(np.linspace(0.0, 0.85, R))
     t_grid = np.linspace(0.0, t_end, 2000)
     lim = p.curves(t_grid)
@@ -324,7 +324,7 @@ def protocol(ds: xr.Dataset, P: Fig1Params) -> list[Section]:
     p, labels = limit_of(ds), labels_of(ds)
     rel_err, _ = relative_errors(ds, p)
     cross, counts = ds.jump_time_measured.values, ds.neurons_per_drop.values.tolist()
-    L, R, q = -ds.log_scale.values, len(labels), ds.implied_log_inv_lambda
+    L, R, q = -ds.log_lambda.values, len(labels), ds.implied_log_inv_lambda
     table = ["| lambda | log(1/lambda) | measured jump times (accelerated) | max rel. error | "
              "neurons per drop | final loss |", "|---|---|---|---|---|---|"]
     for r in range(R):
