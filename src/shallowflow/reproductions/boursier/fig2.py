@@ -265,9 +265,9 @@ def draw(ds: xr.Dataset, P: Fig2Params) -> list[Figure]:
                    "against flow time, with the detected phase ends.")]
 
 
-# -------------------------------------------------------------------------------- protocol
-def protocol(ds: xr.Dataset, P: Fig2Params) -> list[Section]:
-    """Sections "Protocol", "Phase ends" and "Run time"."""
+# ---------------------------------------------------------------------------------- method
+def method(ds: xr.Dataset, P: Fig2Params) -> list[Section]:
+    """Sections "Method", "Phase ends" and "Run time"."""
     M = run_measures(ds, 0, P.delta)
     X, y = data_of(ds)
     steps = int(ds["end_step"].values[0])
@@ -275,7 +275,7 @@ def protocol(ds: xr.Dataset, P: Fig2Params) -> list[Section]:
     for p in PHASES:
         k = M.index(p)
         rows.append(f"| {p} | {M.phases[p]:.5g} | {M.phases[p] / P.lr:,.0f} | t = {M.t[k]:.5g} |")
-    return [("Protocol", (
+    return [("Method", (
         f"3-point data x = {np.round(X[:, 0], 4).tolist()} with a hidden bias, "
         f"y = {np.round(y, 4).tolist()}; m = {P.m}, balanced initialisation (Gaussian "
         f"w~, a = +-||w~||) at lambda = {lambda_label(P.log10_lambda)} times 1/sqrt(m), seed "
@@ -289,4 +289,4 @@ def protocol(ds: xr.Dataset, P: Fig2Params) -> list[Section]:
 REPRODUCTION = Reproduction(
     "bf-fig2", "early alignment and convergence to the OLS stationary point on 3 points",
     "Boursier, Flammarion (002), Figure 2", params=Fig2Params, presets=PRESETS,
-    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY)
+    simulate=simulate, judge=judge, draw=draw, method=method, summary=SUMMARY)

@@ -249,15 +249,15 @@ def draw(ds: xr.Dataset, P: InitParams) -> list[Figure]:
                    "verdicts of the stationary-point certificate (docs/math.md §9.6) per scheme.")]
 
 
-# -------------------------------------------------------------------------------- protocol
-def protocol(ds: xr.Dataset, P: InitParams) -> list[Section]:
-    """Sections "Protocol", "End states" and "Run time"."""
+# ---------------------------------------------------------------------------------- method
+def method(ds: xr.Dataset, P: InitParams) -> list[Section]:
+    """Sections "Method", "End states" and "Run time"."""
     rows = ["| scheme | m | seed | final loss | verdict | reason |", "|---|---|---|---|---|---|"]
     for r in range(ds.sizes["run"]):
         rows.append(f"| {ds['scheme'].values[r]} | {int(ds['width'].values[r])} | "
                     f"{int(ds['seed'].values[r])} | {float(ds['loss'].values[r, -1]):.9g} | "
                     f"{ds['end_label'].values[r]} | {ds['end_reason'].values[r]} |")
-    return [("Protocol", (
+    return [("Method", (
         f"3-point data of Fig. 2 with a hidden bias; schemes balanced (Gaussian w~, a = "
         f"+-||w~||), dominated (w~ uniform, a = +-sqrt(2)), unbalanced (Gaussian w~ and a); "
         f"lambda = {lambda_label(P.log10_lambda)} times 1/sqrt(m); widths {P.widths}, "
@@ -273,5 +273,5 @@ def protocol(ds: xr.Dataset, P: InitParams) -> list[Section]:
 REPRODUCTION = Reproduction(
     "bf-init", "nature of the 3-point limit: balanced, dominated and unbalanced starts",
     "Boursier, Flammarion (002), Section 5 remarks (new figure)", params=InitParams,
-    presets=PRESETS, simulate=simulate, judge=judge, draw=draw, protocol=protocol,
+    presets=PRESETS, simulate=simulate, judge=judge, draw=draw, method=method,
     summary=SUMMARY)

@@ -110,7 +110,7 @@ class RunMeasures:
 
 
 _last_measures: list[Any] = []  # [weakref to the Dataset, arguments, RunMeasures]: judge, draw
-# and protocol read the same saved run; the weak reference keeps no Dataset alive
+# and method read the same saved run; the weak reference keeps no Dataset alive
 
 
 def run_measures(ds: xr.Dataset, run: int = 0, delta: float = DEFAULT_DELTA,

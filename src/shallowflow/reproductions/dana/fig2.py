@@ -452,11 +452,11 @@ def draw(ds: xr.Dataset, P: Fig2Params) -> list[Figure]:
     return [draw_transition(ds, P), draw_checks(ds, P)]
 
 
-def protocol(ds: xr.Dataset, P: Fig2Params) -> list[Section]:
+def method(ds: xr.Dataset, P: Fig2Params) -> list[Section]:
     """The problem, the initialisation, the steps and where the closed forms come from."""
     p = len(P.levels)
     in_span = int(ds["span"].isel(n=0).sel(lr=P.lr))
-    return [("Protocol", (
+    return [("Method", (
         f"p = {p} groups of k = n/{p} orthonormal points (X = I_n) with labels {list(P.levels)}; "
         "neuron j starts as w_j = (1/sqrt k) sum of its group's points (the library's group "
         "initialisation, direction 'aligned'), a_j = ||w_j|| = 1, so N_0 = 1 and c_0 = 1. "
@@ -471,7 +471,7 @@ def protocol(ds: xr.Dataset, P: Fig2Params) -> list[Section]:
 REPRODUCTION = Reproduction(
     "dana-fig2", "phase transition of the group dynamics",
     "Dana, Pillaud-Vivien, Bach (000), Figure 2 and Theorem 2", Fig2Params, PRESETS,
-    simulate, judge, draw, protocol,
+    simulate, judge, draw, method,
     summary="Phase transitions of the loss of a two-neuron group-initialised network on "
             "orthonormal data (Figure 2 and Theorem 2 of the paper): the closed form at the "
             "paper's n and gradient descent at moderate n.")

@@ -68,6 +68,6 @@ SCAN = ThresholdScan("d", "linearly", linear_rule)
 
 REPRODUCTION = Reproduction(
     "dana-fig4", "convergence threshold against d", "Dana, Pillaud-Vivien, Bach (000), Figure 4",
-    Fig4Params, PRESETS, SCAN.simulate, SCAN.judge, SCAN.draw, SCAN.protocol,
+    Fig4Params, PRESETS, SCAN.simulate, SCAN.judge, SCAN.draw, SCAN.method,
     summary="The convergence threshold N(d, p) of DPB's network on sphere data against the "
             "dimension d at fixed width p (Figure 4 of the paper).")

@@ -437,7 +437,7 @@ def draw(ds: xr.Dataset, P: Fig6Params) -> list[Figure]:
                    "I.")]
 
 
-def protocol(ds: xr.Dataset, P: Fig6Params) -> list[Section]:
+def method(ds: xr.Dataset, P: Fig6Params) -> list[Section]:
     """The Exp. 2 protocol with its run statistics, and the wall time per first layer."""
     g, ns = runs_of(ds, "gaussian"), ds.n.values
     good = float(g.good_init.mean())
@@ -448,7 +448,7 @@ def protocol(ds: xr.Dataset, P: Fig6Params) -> list[Section]:
                        f"({runs_of(ds, str(layer)).sizes['run']} runs per n)"
                        for layer, wall in zip(ds.layer.values, ds.wall_s.values, strict=True))
     return [
-        ("Protocol", (
+        ("Method", (
             f"Orthogonal data x_i = rho_i e_i (canonical basis, rho ~ U[1,2]), labels eps "
             f"U[1,2], d = {P.d}, n = {ns[0]}..{ns[-1]} step {P.n_step}, p = p(n, 0.05) = "
             f"{int(g.p.min())}..{int(g.p.max())}; a fresh data set and initialisation per run; "
@@ -471,7 +471,7 @@ def protocol(ds: xr.Dataset, P: Fig6Params) -> list[Section]:
 REPRODUCTION = Reproduction(
     "dana-fig6", "local-PL measures against n on orthogonal data",
     "Dana, Pillaud-Vivien, Bach (000), Figure 6 and App. B Experiment 2", Fig6Params, PRESETS,
-    simulate, judge, draw, protocol,
+    simulate, judge, draw, method,
     summary="Scaling of the local-PL curvature with n on orthogonal data (Figure 6 of the "
             "paper): the single-step and average curvature at the end of training and Lemma "
             "7's lower and upper bounds, with their log-log slopes.")

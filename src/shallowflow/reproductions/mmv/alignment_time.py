@@ -434,9 +434,9 @@ def draw(ds: xr.Dataset, P: AlignmentTimeParams) -> list[Figure]:
                    "on the run's start, times n for the mean reduction).")]
 
 
-# -------------------------------------------------------------------------------- protocol
-def protocol(ds: xr.Dataset, P: AlignmentTimeParams) -> list[Section]:
-    """Sections "Protocol", "Measured" and "Run time"."""
+# ---------------------------------------------------------------------------------- method
+def method(ds: xr.Dataset, P: AlignmentTimeParams) -> list[Section]:
+    """Sections "Method", "Measured" and "Run time"."""
     tab = table(ds)
     rows = ["| series | mu | alpha | seed | alignment iteration | loss onset | t_1 bound "
             "(iterations) |", "|---|---|---|---|---|---|---|"]
@@ -445,7 +445,7 @@ def protocol(ds: xr.Dataset, P: AlignmentTimeParams) -> list[Section]:
                     f"1e{-tab['L'][r] / math.log(10):.0f} | {int(tab['seed'][r])} | "
                     f"{tab['align'][r]:.0f} | {tab['onset'][r]:.0f} | {tab['bound'][r]:.4g} |")
     toy = f" Toy set (mmv-fig6's, chosen there): {TOY_DESCRIPTION}." if P.toy else ""
-    return [("Protocol", (
+    return [("Method", (
         f"Two positive points x_1 = (1, 0), x_2 = (sin a, cos a) with a in {P.angles} at alpha = "
         f"{P.mu_alpha:g} (the mu series; a = 0 left out: the alignment time is undefined there), "
         f"and at a = {P.alpha_angle} over alpha = 1e{', 1e'.join(f'{v:g}' for v in P.log10_alphas)}"
@@ -461,5 +461,5 @@ def protocol(ds: xr.Dataset, P: AlignmentTimeParams) -> list[Section]:
 REPRODUCTION = Reproduction(
     "mmv-alignment-time", "alignment time against mu and log(1/alpha), with the t_1 bound",
     "Min, Mallada, Vidal (004), Theorem 1 (new figure)", params=AlignmentTimeParams,
-    presets=PRESETS, simulate=simulate, judge=judge, draw=draw, protocol=protocol,
+    presets=PRESETS, simulate=simulate, judge=judge, draw=draw, method=method,
     summary=SUMMARY)

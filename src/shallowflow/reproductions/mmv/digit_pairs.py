@@ -340,9 +340,9 @@ def draw_pair(ds: xr.Dataset, P: MnistParams, figname: str, paper_fig: str) -> l
     return figs
 
 
-# -------------------------------------------------------------------------------- protocol
-def protocol_pair(ds: xr.Dataset, P: MnistParams) -> list[Section]:
-    """Sections "Protocol", "Readings" and "Run time"."""
+# ---------------------------------------------------------------------------------- method
+def method_pair(ds: xr.Dataset, P: MnistParams) -> list[Section]:
+    """Sections "Method", "Readings" and "Run time"."""
     X = ds["X"].values
     y = ds["y"].values
     agree = pair_sign_agreement(X, y)
@@ -353,7 +353,7 @@ def protocol_pair(ds: xr.Dataset, P: MnistParams) -> list[Section]:
         rows.append(f"| {r} | {m['alignment_iteration']:.0f} | {m['growth_onset_iteration']:.0f} "
                     f"| {m['final_stable_rank']:.4f} | {m['loss_ratio']:.4g} |")
     d0, d1 = ds.attrs["digits"]
-    return [("Protocol", (
+    return [("Method", (
         f"MNIST digits {d0} (+1) and {d1} (-1): {ds.attrs['n']} images ({ds.attrs['counts']}) "
         f"from {ds.attrs['source']}; pixels / 255, centred over the pair (the paper: all training "
         f"images of the pair, about 12 000, unstated label assignment and scaling). Fraction of "

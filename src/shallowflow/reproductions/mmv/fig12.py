@@ -159,14 +159,14 @@ def draw(ds: xr.Dataset, P: Fig12Params) -> list[Figure]:
                    "against iteration, both layers (Fig. 12) and first layer only (Fig. 13).")]
 
 
-def protocol(ds: xr.Dataset, P: Fig12Params) -> list[Section]:
-    """Sections "Protocol", "Measured" and "Run time"."""
+def method(ds: xr.Dataset, P: Fig12Params) -> list[Section]:
+    """Sections "Method", "Measured" and "Run time"."""
     rows = ["| scheme | direction peak | norm rise | two phases |", "|---|---|---|---|"]
     for s in SCHEMES:
         m = phases(ds, s)
         rows.append(f"| {s} | {m['direction_peak_iteration']:.0f} | {m['norm_rise_iteration']:.0f} "
                     f"| {m['two_phases']} |")
-    return [("Protocol", (
+    return [("Method", (
         f"MNIST 1 (+1) vs 0 (-1), {ds.attrs['n']} images of the embedded subset, centred; h = "
         f"{P.width}; SGD step {P.lr:g}, batch {ds.attrs['batch']} (the paper's {P.batch} capped at "
         f"n: with the full batch SGD is GD), {P.steps} iterations, loss {P.reading} (not stated "
@@ -180,7 +180,7 @@ def protocol(ds: xr.Dataset, P: Fig12Params) -> list[Section]:
 REPRODUCTION = Reproduction(
     "mmv-fig12", "two phases with both layers, none with the first layer only (Figs. 12-13)",
     "Min, Mallada, Vidal (004), Figures 12 and 13", params=Fig12Params, presets=PRESETS,
-    simulate=simulate, judge=judge, draw=draw, protocol=protocol,
+    simulate=simulate, judge=judge, draw=draw, method=method,
     summary="Changes in neuron norms and directions under SGD from a small start: directions "
             "first, then norms, when both layers train; no such phases when only the first layer "
             "trains with fixed v = +-1 (Figures 12 and 13 of Min, Mallada and Vidal).")

@@ -318,9 +318,9 @@ def draw(ds: xr.Dataset, P: Fig1Params) -> list[Figure]:
         "number of fitted points (right axis).")]
 
 
-# -------------------------------------------------------------------------------- protocol
-def protocol(ds: xr.Dataset, P: Fig1Params) -> list[Section]:
-    """Sections "Protocol", "Which lambda did the paper use?" and "Run time"."""
+# ---------------------------------------------------------------------------------- method
+def method(ds: xr.Dataset, P: Fig1Params) -> list[Section]:
+    """Sections "Method", "Which lambda did the paper use?" and "Run time"."""
     p, labels = limit_of(ds), labels_of(ds)
     rel_err, _ = relative_errors(ds, p)
     cross, counts = ds.jump_time_measured.values, ds.neurons_per_drop.values.tolist()
@@ -331,7 +331,7 @@ def protocol(ds: xr.Dataset, P: Fig1Params) -> list[Section]:
         table.append(f"| {labels[r]} | {L[r]:.1f} | {np.array2string(cross[r], precision=4)} | "
                      f"{np.nanmax(rel_err[r]):.3g} | {counts[r]} | {ds.final_loss.values[r]:.5g} |")
     mse, sq = q.sel(convention="mse").values, q.sel(convention="square").values
-    return [("Protocol", (
+    return [("Method", (
         f"Problem: n = d = {p.n}, X = I, labels |N(0,1)|, m = {p.m}, balanced initialisation "
         f"(seed {P.seed}, the first seed, not selected). GD with lr = {P.lr:g} (flow time "
         f"per step) on the MSE loss (1/n) sum r^2 (PyTorch's), log-norm parametrisation (balance "
@@ -361,4 +361,4 @@ def protocol(ds: xr.Dataset, P: Fig1Params) -> list[Section]:
 REPRODUCTION = Reproduction(
     "town-fig1", "loss plateaus and jumps against the limit process",
     "Town, Boursier, Lewis, Englert, Lazić (003), Figure 1", params=Fig1Params, presets=PRESETS,
-    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY)
+    simulate=simulate, judge=judge, draw=draw, method=method, summary=SUMMARY)

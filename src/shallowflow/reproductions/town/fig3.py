@@ -237,12 +237,12 @@ def draw(ds: xr.Dataset, P: Fig3Params) -> list[Figure]:
         "β_j^(k) = c_L ||D_j^(k)||.")]
 
 
-# -------------------------------------------------------------------------------- protocol
-def protocol(ds: xr.Dataset, P: Fig3Params) -> list[Section]:
-    """Section "Protocol": the set-up and the slopes per interval."""
+# ---------------------------------------------------------------------------------- method
+def method(ds: xr.Dataset, P: Fig3Params) -> list[Section]:
+    """Section "Method": the set-up and the slopes per interval."""
     p, slopes = limit_of(ds), ds.slope_measured.values
     labels = [lambda_label(v) for v in ds.log10_lambda.values]
-    return [("Protocol", (
+    return [("Method", (
         f"Same problem and training as town-fig1: n = d = {p.n}, X = I, labels |N(0,1)|, m = {p.m}, "
         f"seed {P.seed}, GD lr = {P.lr:g} on MSE (log-norm parametrisation, balance "
         f"'{P.balance}', span = {ds.attrs['span']}), lambda = {', '.join(labels)}. Slopes "
@@ -256,4 +256,4 @@ def protocol(ds: xr.Dataset, P: Fig3Params) -> list[Section]:
 REPRODUCTION = Reproduction(
     "town-fig3", "piecewise-linear log-norms and their slopes",
     "Town, Boursier, Lewis, Englert, Lazić (003), Figure 3", params=Fig3Params, presets=PRESETS,
-    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY)
+    simulate=simulate, judge=judge, draw=draw, method=method, summary=SUMMARY)

@@ -255,13 +255,13 @@ def draw(ds: xr.Dataset, P: Fig4Params) -> list[Figure]:
         "turn to their new directions.")]
 
 
-# -------------------------------------------------------------------------------- protocol
-def protocol(ds: xr.Dataset, P: Fig4Params) -> list[Section]:
-    """Section "Protocol": the set-up and the snapshot times."""
+# ---------------------------------------------------------------------------------- method
+def method(ds: xr.Dataset, P: Fig4Params) -> list[Section]:
+    """Section "Method": the set-up and the snapshot times."""
     p, L = limit_of(ds), -float(ds.attrs["log_lambda"])
     t, steps = ds.t.values, ds.step.values
     names = [str(v) for v in ds.snapshot.values]
-    return [("Protocol", (
+    return [("Method", (
         f"Same problem and training as town-fig1 (n = d = {p.n}, m = {p.m}, seed {P.seed}, GD "
         f"lr = {P.lr:g} on MSE, log-norm parametrisation, balance '{P.balance}', span = "
         f"{ds.attrs['span']}), at lambda = {lambda_label(P.log10_lambda)} (log(1/lambda) = "
@@ -276,4 +276,4 @@ def protocol(ds: xr.Dataset, P: Fig4Params) -> list[Section]:
 REPRODUCTION = Reproduction(
     "town-fig4", "neuron directions and norms around a jump",
     "Town, Boursier, Lewis, Englert, Lazić (003), Figure 4", params=Fig4Params, presets=PRESETS,
-    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY)
+    simulate=simulate, judge=judge, draw=draw, method=method, summary=SUMMARY)
