@@ -106,13 +106,13 @@ def count_jumps(loss: np.ndarray, tol: float = JUMP_TOL) -> int:
 
 def run(cfg: Any, net0: Any, X: np.ndarray, y: np.ndarray, stop: float,
         budget: int) -> tuple[float, int, Any]:
-    """One simulate call: (seconds, steps run, result). Steps run: the end of the compiled segment
+    """One solve call: (seconds, steps run, result). Steps run: the end of the compiled segment
     in which the run froze (the host stops there), else the budget."""
-    from shallowflow.dynamics import EngineOptions, Progress, SaveAt, StopWhen, record_schedule, simulate
+    from shallowflow.dynamics import EngineOptions, Progress, SaveAt, StopWhen, record_schedule, solve
 
     marks: list[int] = []
     t0 = time.perf_counter()
-    res = simulate(cfg, net0, X, y, saveat=SaveAt(record_schedule(budget, every=RECORD_EVERY)),
+    res = solve(cfg, net0, X, y, saveat=SaveAt(record_schedule(budget, every=RECORD_EVERY)),
                    stop=StopWhen(loss=np.array([stop])), options=EngineOptions(span=True),
                    log_lambda=np.array([np.log(LAMBDA)]),
                    progress=Progress(report=lambda done, total: marks.append(done)))

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from shallowflow.config import ConfigError, experiment_from_mapping
-from shallowflow.dynamics import EngineConfig, EngineOptions, SaveAt, simulate
+from shallowflow.dynamics import EngineConfig, EngineOptions, SaveAt, solve
 from shallowflow.dynamics.probes import DEFAULT_PROBES, PROBES
 from shallowflow.model.losses import Loss
 from shallowflow.model.network import Network
@@ -70,7 +70,7 @@ def _run(X, y, R: int = 2, p: int = 6, scale: float = 0.05, seed: int = 0, **kw)
     net = Network(scale * rng.normal(size=(R, p)), scale * rng.normal(size=(R, p, d)))
     engine = {k: v for k, v in kw.items() if k != "span"}
     cfg = EngineConfig(loss=Loss("logistic", "sum"), lr=LR, probes=(*MMV, "a", "W"), **engine)
-    return simulate(cfg, net, X, y, saveat=SaveAt(SCHEDULE),
+    return solve(cfg, net, X, y, saveat=SaveAt(SCHEDULE),
                     options=EngineOptions(span=kw.get("span", False))).records
 
 
@@ -117,7 +117,7 @@ def test_changes_agree_with_one_step_finite_differences():
     lr = 1e-6
     cfg = EngineConfig(loss=Loss("logistic", "sum"), lr=lr,
                        probes=("mmv_norm_change", "mmv_direction_change", "W"))
-    rec = simulate(cfg, net, X, y, saveat=SaveAt(np.array([0, 1]))).records
+    rec = solve(cfg, net, X, y, saveat=SaveAt(np.array([0, 1]))).records
     norms, directions = measures.changes_from_snapshots(rec["W"], np.array([0.0, lr]))
     np.testing.assert_allclose(rec["mmv_norm_change"][:, 0], norms[:, 0], rtol=1e-4)
     np.testing.assert_allclose(rec["mmv_direction_change"][:, 0], directions[:, 0], rtol=1e-4)
@@ -146,7 +146,7 @@ def test_second_layer_rate_against_a_numpy_gd_loop(parametrisation):
     for rate in {"plain": (0.25,), "lognorm": (3.0,)}[parametrisation]:
         cfg = EngineConfig(lr=0.05, second_layer_rate=rate, parametrisation=parametrisation,
                            probes=("loss",))
-        res = simulate(cfg, Network(a0, W0), X, y, saveat=SaveAt(np.array([0, steps])))
+        res = solve(cfg, Network(a0, W0), X, y, saveat=SaveAt(np.array([0, steps])))
         for r in range(2):
             a, W = _numpy_gd(a0[r], W0[r], X, y, 0.05, rate, steps)
             np.testing.assert_allclose(res.final.a[r], a, rtol=1e-10, atol=1e-12)

@@ -1,4 +1,4 @@
-"""The driver loop :func:`simulate`: prepare a batch, run compiled segments, assemble the result
+"""The driver loop :func:`solve`: prepare a batch, run compiled segments, assemble the result
 (docs/math.md §0.3).
 
 The time loop is compiled (:mod:`~shallowflow.dynamics.step`); the host only loops over
@@ -37,7 +37,7 @@ from shallowflow.dynamics.compilation import core_slots, prepared, segment, shar
 from shallowflow.dynamics.control import CancelToken, Progress
 from shallowflow.dynamics.engine_config import EngineConfig
 from shallowflow.dynamics.options import EngineOptions, SaveAt, StopWhen
-from shallowflow.dynamics.parametrisation import Params, log_shift
+from shallowflow.dynamics.parametrisation import Coordinates, log_shift
 from shallowflow.dynamics.probes import CLASSES, PERP_GRAM
 from shallowflow.dynamics.span import project, restore, span_of
 from shallowflow.dynamics.state import (
@@ -58,7 +58,7 @@ from shallowflow.model.network import Network, to_engine_layout
 
 @dataclass
 class EngineResult:
-    """Host-side result of :func:`simulate`: parameters, status and probe records."""
+    """Host-side result of :func:`solve`: parameters, status and probe records."""
 
     initial: Network  # a (R, p), W (R, p, d)
     final: Network
@@ -138,7 +138,7 @@ def _initial_state(cfg: EngineConfig, a0: Array, Wt0: Array, log_lambda: Array |
 
 @functools.partial(jax.jit, static_argnums=0)
 def _start(cfg: EngineConfig, a0: Array, Wt0: Array, log_lambda: Array | None,
-           log_perp_sq: Array) -> tuple[Params, Reference]:
+           log_perp_sq: Array) -> tuple[Coordinates, Reference]:
     """The engine's parameters and the out-of-span reference at t = 0, in one compiled call
     (its dozens of small operations would each be a compilation of its own, run one by one);
     its shapes are the network's, so batches that differ only in n share it."""
@@ -314,7 +314,7 @@ def _run_sharded(parts: list[np.ndarray], cfg: EngineConfig, state: EngineState,
     return state, records, widths
 
 
-def simulate(
+def solve(
     cfg: EngineConfig,
     net0: Network,
     X: Array | np.ndarray | Inputs,

@@ -14,8 +14,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import xarray as xr
 
-from shallowflow.dynamics import EngineOptions, EngineResult, Progress, SaveAt, StopWhen
-from shallowflow.dynamics import simulate as engine_simulate
+from shallowflow.dynamics import EngineOptions, EngineResult, Progress, SaveAt, StopWhen, solve
 from shallowflow.training import certificates as certificate
 from shallowflow.training.batches import (
     BatchInputs,
@@ -32,7 +31,7 @@ def _run_engine(batch: BatchInputs, level: int = 0,
     total)`` is called after each compiled segment; an exception it raises ends the training."""
     exp = batch.refs[0].experiment
     cfg = engine_config(exp, exp.train.lr / 2**level)
-    return engine_simulate(
+    return solve(
         cfg, batch.net0, batch.X, batch.y, saveat=SaveAt(batch.schedule * 2**level),
         stop=StopWhen(loss=batch.stop_loss, grad=batch.stop_grad, seconds=exp.train.max_seconds),
         options=EngineOptions(span=batch.span, skip_dead=exp.train.skip_dead),
