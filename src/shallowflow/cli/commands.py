@@ -91,16 +91,18 @@ def run(
     """Train an experiment and write its run directory (config, provenance, results.nc, ...)."""
     with guard(_nothing_written(out_dir)):
         from shallowflow.config import load_experiment
+        from shallowflow.model.run_attrs import RunAttrs
         from shallowflow.runner import run_experiment
 
         exp = load_experiment(config, set_ or [])
         _announce(estimate([(exp, exp.runs)]))
         ds = run_experiment(exp, out_dir, overwrite=overwrite, show_progress=not quiet,
                             force=force)
-    for note in filter(None, ds.attrs.get("notes", "").split("\n")):
+    attrs = RunAttrs.of(ds)
+    for note in filter(None, attrs.notes.split("\n")):
         console.print(f"[cyan]note:[/] {escape(note)}", highlight=False)
-    if "step_certificate" in ds.attrs:
-        out.print(ds.attrs["step_certificate"], highlight=False)
+    if attrs.step_certificate is not None:
+        out.print(attrs.step_certificate, highlight=False)
     if "precision_rel" in ds:
         from shallowflow.training.certificates import precision_verdict
 

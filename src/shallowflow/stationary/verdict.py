@@ -38,6 +38,7 @@ import xarray as xr
 from shallowflow.model.activations import Activation
 from shallowflow.model.losses import Loss
 from shallowflow.model.network import Network
+from shallowflow.model.run_attrs import RunAttrs
 from shallowflow.stationary.derivatives import (
     Problem,
     as_network,
@@ -305,9 +306,10 @@ def end_states(ds: xr.Dataset, X: object | None = None, y: object | None = None,
     run."""
     X = ds["X"].values if X is None else np.asarray(X)
     y = ds["y"].values if y is None else np.asarray(y)
-    loss = loss or Loss(ds.attrs.get("loss_name", "square"), ds.attrs.get("reduction", "mean"))
-    kappa = float(ds.attrs["kappa"]) if kappa is None else float(kappa)
-    activation = activation or Activation(float(ds.attrs.get("leak", 0.0)))
+    attrs = RunAttrs.of(ds)
+    loss = loss or Loss(attrs.loss_name, attrs.reduction)  # type: ignore[arg-type]
+    kappa = attrs.kappa if kappa is None else float(kappa)
+    activation = activation or Activation(attrs.leak)
     chosen = list(range(ds.sizes["run"])) if runs is None else [int(r) for r in runs]
     rows: list[dict[str, Any]] = []
     directions, polished = [], []

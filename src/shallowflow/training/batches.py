@@ -37,6 +37,7 @@ from shallowflow.dynamics.probes import DIM_LABELS, PROBES
 from shallowflow.model.activations import Activation
 from shallowflow.model.losses import Loss
 from shallowflow.model.network import Network, add_bias_column
+from shallowflow.model.run_attrs import RunAttrs
 from shallowflow.precision import enable_full_precision, float64
 
 DATA_STREAM, INIT_STREAM, SGD_STREAM = 0, 1, 2  # key streams of a run (module docstring)
@@ -308,27 +309,18 @@ def to_dataset(batch: BatchInputs, result: EngineResult) -> xr.Dataset:
     if result.log_final is not None:
         variables["log_norm_final"] = (("run", "neuron"), result.log_final["log_norm"])
         variables["log_abs_a_final"] = (("run", "neuron"), result.log_final["log_abs_a"])
-    attrs = {
-        "experiment": exp.name,
-        "lr": exp.train.lr,
-        "kappa": exp.kappa,
-        "time_scale": exp.time_scale,
-        "loss_name": exp.train.loss,
-        "activation": exp.model.activation,
-        "leak": exp.model.leak,
-        "reduction": exp.train.reduction,
-        "dtype": batch.dtype,
-        "time_units": "flow time: step * lr (dtheta/dt = -T grad L)",
-        "parametrisation": batch.config.parametrisation,
-        "balance": "tied" if batch.config.tied_balance else "free",
-        "second_layer_rate": batch.config.layer_rate,  # r: da/dt = -T r grad_a L (0: frozen)
-        "activity_mask": int(batch.config.activity_mask),
-        "span": int(batch.span),
-        "neurons_stepped": int(min(result.widths or [result.final.a.shape[1]])),  # per run, at
-        # the narrowest: dead neurons left the step loop (train.skip_dead)
-        "notes": "\n".join(batch.notes),
-    }
-    ds = xr.Dataset(variables, coords=coords, attrs=attrs)
+    attrs = RunAttrs(
+        experiment=exp.name, lr=exp.train.lr, kappa=exp.kappa, time_scale=exp.time_scale,
+        loss_name=exp.train.loss, activation=exp.model.activation, leak=exp.model.leak,
+        reduction=exp.train.reduction, dtype=batch.dtype,
+        parametrisation=batch.config.parametrisation,
+        balance="tied" if batch.config.tied_balance else "free",
+        second_layer_rate=batch.config.layer_rate, activity_mask=int(batch.config.activity_mask),
+        span=int(batch.span),
+        # per run, at the narrowest: dead neurons left the step loop (train.skip_dead)
+        neurons_stepped=int(min(result.widths or [result.final.a.shape[1]])),
+        notes="\n".join(batch.notes))
+    ds = xr.Dataset(variables, coords=coords, attrs=attrs.to_attrs())
     if batch.log_lambda is not None and np.all(batch.log_lambda < 0):
         # TBLEL's accelerated time t / log(1/lambda) (docs/math.md §3.2)
         ds = ds.assign_coords(time_accelerated=(("run", "time"),

@@ -25,6 +25,7 @@ import xarray as xr
 from pydantic import Field
 
 from shallowflow.analysis.curves import BF_ALIGN_LEVEL
+from shallowflow.model.run_attrs import RunAttrs
 from shallowflow.plots.labels import lambda_label
 from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, run_time
 from shallowflow.reproductions.boursier.phases import (
@@ -86,7 +87,7 @@ def simulate(P: Fig2Params, train: Trainer) -> xr.Dataset:
     ds = train([exp], label=f"bf-fig2: m {P.m}, lr {P.lr:g}", keep_data=True)[0]
     keep = ["loss", "a", "W", "output", "a_init", "W_init", "X", "y", "stop_reason", "end_step"]
     out = ds[keep]
-    out.attrs.update(lr=P.lr, kappa=float(ds.attrs.get("kappa", 1.0)),
+    out.attrs.update(lr=P.lr, kappa=RunAttrs.of(ds).kappa,
                      loss="mse (1/n) sum r^2", simulate_wall_s=time.perf_counter() - start)
     return out
 

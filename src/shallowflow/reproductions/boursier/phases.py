@@ -35,6 +35,7 @@ import xarray as xr
 
 from shallowflow.analysis.curves import bf_phase_ends
 from shallowflow.config import Experiment
+from shallowflow.model.run_attrs import RunAttrs
 from shallowflow.theory.bf_alignment import DEFAULT_DELTA, alignment
 from shallowflow.theory.extremal import CriticalSet, extremal_vectors, residual_weights
 from shallowflow.theory.ols import OLSFit, ols
@@ -217,7 +218,7 @@ def snapshot_panels(ds: xr.Dataset, indices: Sequence[int], titles: Sequence[str
     floor = default_floor(one["W_init"].values)
     norms = np.sqrt((one["W"] ** 2).sum("dim")).values
     rmax = float(shifted_log_radius(np.array(np.nanmax(norms)), floor)) or 1.0
-    kappa = float(ds.attrs.get("kappa", 1.0))
+    kappa = RunAttrs.of(ds).kappa
     grid = np.linspace(min(-1.0, X[:, 0].min()), max(1.0, X[:, 0].max()), 201)
     outs = [network_function(one["a"].values[k], one["W"].values[k], grid, kappa) for k in indices]
     lo = min(0.0, float(np.min(y)), *(float(o.min()) for o in outs))

@@ -36,6 +36,7 @@ from scipy.optimize import brentq
 from shallowflow.analysis.curves import first_crossing
 from shallowflow.config import Experiment, experiment_from_mapping
 from shallowflow.model import initialisation as inits
+from shallowflow.model.run_attrs import RunAttrs
 from shallowflow.precision import float64
 from shallowflow.reproductions.base import Figure, Params, Reproduction, Section
 from shallowflow.reproductions.claims import Claim
@@ -142,7 +143,7 @@ def gd_curves(ds: xr.Dataset, p: int) -> tuple[xr.Dataset, group.GroupProblem]:
          "norm_sq_closed": (("record", "neuron"), group.neuron_norm_sq(prob, t).values),
          "loss_limit": ("record", group.limit_loss(prob, t).values),
          "t_n": ((), t_n),
-         "span": ((), int(ds.attrs["span"]))},
+         "span": ((), RunAttrs.of(ds).span)},
         coords={"record": np.arange(t.size), "neuron": np.arange(p)})
     return curves, prob
 

@@ -65,6 +65,7 @@ import xarray as xr
 from pydantic import Field
 
 from shallowflow.analysis.fits import bootstrap_mean, scaling_fits, slope_interval
+from shallowflow.model.run_attrs import RunAttrs
 from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, run_time
 from shallowflow.reproductions.claims import Claim, band_verdict
 from shallowflow.reproductions.fields import Every, HiddenWidth, LearningRate, LossReading, Runs, Seed, Steps
@@ -187,7 +188,7 @@ def table(ds: xr.Dataset) -> dict[str, np.ndarray]:
     """Per run: series, angle, log(1/alpha), alignment and onset iterations, the t_1 bound in
     iterations, the horizon (last record) and the onset slope scale 1/lambda in iterations."""
     it = ds["iteration"].values
-    lr = float(ds.attrs["lr"])
+    lr = RunAttrs.of(ds).lr
     cones = ds["cones"].values
     loss = ds["loss"].values
     R = ds.sizes["run"]

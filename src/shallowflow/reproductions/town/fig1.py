@@ -26,6 +26,7 @@ import xarray as xr
 from pydantic import Field
 
 from shallowflow.analysis.curves import GROWN_NORM, crossing_times, fitted_counts, growth_times
+from shallowflow.model.run_attrs import RunAttrs
 from shallowflow.plots.labels import lambda_label
 from shallowflow.reproductions.base import Figure, Reproduction, Section
 from shallowflow.reproductions.claims import Claim
@@ -336,7 +337,7 @@ def method(ds: xr.Dataset, P: Fig1Params) -> list[Section]:
         f"(seed {P.seed}, the first seed, not selected). GD with lr = {P.lr:g} (flow time "
         f"per step) on the MSE loss (1/n) sum r^2 (PyTorch's), log-norm parametrisation (balance "
         f"'{P.balance}': plain GD to rounding), trained in the span of the data (fast path for "
-        f"orthogonal data): span = {ds.attrs['span']}. All lambda in one batch; records every "
+        f"orthogonal data): span = {RunAttrs.of(ds).span}. All lambda in one batch; records every "
         f"{P.record_dt} flow time. Limit process: Algorithm 1 with c_L = 2/n = {p.c_L:.5g} "
         f"(same MSE convention). Assumption 4: {p.report}.\n\n" + process_table(p)
         + "\n\n" + "\n".join(table))),

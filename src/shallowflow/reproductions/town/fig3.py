@@ -20,6 +20,7 @@ import numpy as np
 import xarray as xr
 from pydantic import Field
 
+from shallowflow.model.run_attrs import RunAttrs
 from shallowflow.plots.labels import lambda_label
 from shallowflow.reproductions.base import Figure, Reproduction, Section
 from shallowflow.reproductions.claims import Claim
@@ -245,7 +246,7 @@ def method(ds: xr.Dataset, P: Fig3Params) -> list[Section]:
     return [("Method", (
         f"Same problem and training as town-fig1: n = d = {p.n}, X = I, labels |N(0,1)|, m = {p.m}, "
         f"seed {P.seed}, GD lr = {P.lr:g} on MSE (log-norm parametrisation, balance "
-        f"'{P.balance}', span = {ds.attrs['span']}), lambda = {', '.join(labels)}. Slopes "
+        f"'{P.balance}', span = {RunAttrs.of(ds).span}), lambda = {', '.join(labels)}. Slopes "
         f"are in exponent units (log||w_j|| / log(1/lambda) per unit of accelerated time), so "
         f"they compare with β_j^(k) directly; c_L = 2/n = {p.c_L:.5g}. Slopes per interval "
         f"(rows k = 0..K, columns neurons; NaN: fitted or no window):\n\n"
