@@ -1,7 +1,7 @@
 """dana-fig4: the convergence threshold N(d, p = 30) against d (paper: linear in d).
 
 Paper (000 §5.1, Fig. 4; docs/math.md §5): d = 10..100, p = 30, n from N - 15d to N + 15d in
-steps of d. Protocol: :mod:`shallowflow.reproductions.dana.threshold`.
+steps of d. Method: :mod:`shallowflow.reproductions.dana.threshold`.
 """
 
 from __future__ import annotations

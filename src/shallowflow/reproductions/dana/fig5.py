@@ -1,6 +1,6 @@
 """dana-fig5: the convergence threshold N(d = 30, p) against p (paper: sub-linear in p).
 
-Paper (000 §5.1, Fig. 5; docs/math.md §5): d = 30, p = 50..400. Protocol:
+Paper (000 §5.1, Fig. 5; docs/math.md §5): d = 30, p = 50..400. Method:
 :mod:`shallowflow.reproductions.dana.threshold`.
 """
 

@@ -1,7 +1,7 @@
 """The convergence threshold N(d, p) (DPB Figures 4 and 5; docs/math.md §1.4(13), §5).
 
 N is the n at which the probability of convergence (the paper's rule, L < C_y^-/(2n) within
-t_inf) crosses 1/2. Protocol for one (d, p): a coarse search with few runs brackets the crossing
+t_inf) crosses 1/2. The chain for one (d, p): a coarse search with few runs brackets the crossing
 (from n = 4d, multiplied by ``growth`` until fewer than half of the runs converge), then the
 paper's grid n = N0 - span d .. N0 + span d in steps of ``step`` d around the bracket's midpoint
 N0 is run with ``runs`` runs per n, and N is the binomial maximum-likelihood logistic fit

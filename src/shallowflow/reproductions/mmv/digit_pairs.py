@@ -1,7 +1,7 @@
 """The MNIST digit-pair experiment shared by mmv-fig5 (0/1), mmv-fig10 (3/8) and mmv-fig11 (1/7)
 (paper 004, §4 and App. A.4; docs/math.md §4.3-§4.4).
 
-Protocol: a centred digit pair (first digit +1, pixels in [0, 1]; ``data.kind = "mnist"``, the
+Method: a centred digit pair (first digit +1, pixels in [0, 1]; ``data.kind = "mnist"``, the
 embedded 500-per-digit subset unless ``per_digit`` takes fewer), h = 50, W and v entries
 N(0, alpha^2), full-batch GD with step 2e-3 for 15 000 iterations, once per loss reading
 (``alignment_curves.READINGS``). Snapshots of (v, W) every ``every`` iterations give, post hoc

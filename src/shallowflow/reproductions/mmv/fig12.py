@@ -3,7 +3,7 @@ with both layers trained from a small start, the neuron directions change first 
 stay put, then the norms grow and the loss falls; training the first layer only (fixed v = +-1)
 shows no such two phases.
 
-Protocol: MNIST 1 (+1) vs 0 (-1) as in Fig. 5, h = 50, SGD with step 2e-3 and the paper's batch
+Method: MNIST 1 (+1) vs 0 (-1) as in Fig. 5, h = 50, SGD with step 2e-3 and the paper's batch
 2000. The embedded subset has at most 1000 images per pair, so the batch is min(2000, n), i.e.
 the full batch (SGD then equals GD; said in the report). Both layers: W and v entries
 N(0, alpha^2). First layer only (``train.second_layer_rate = 0``): W entries N(0, alpha^2), v_j = +-1
