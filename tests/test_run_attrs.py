@@ -10,7 +10,7 @@ import math
 import xarray as xr
 
 from shallowflow.config import experiment_from_mapping
-from shallowflow.model.run_attrs import RunAttrs
+from shallowflow.model.run_attrs import RunAttrs, log_lambda_of
 from shallowflow.training.entry import simulate
 
 
@@ -43,3 +43,9 @@ def test_an_absent_attribute_reads_its_default():
         0.0, "square", "mean", 1.0)
     assert attrs.step_certificate is None and "step_certificate" not in attrs.to_attrs()
     assert math.isnan(RunAttrs.of({}).lr)
+
+
+def test_log_lambda_of_reads_the_old_coordinate_name():
+    old = xr.Dataset(coords={"run": [0, 1], "log_scale": ("run", [-3.0, -4.0])})
+    new = old.rename({"log_scale": "log_lambda"})
+    assert log_lambda_of(old).values.tolist() == log_lambda_of(new).values.tolist() == [-3.0, -4.0]

@@ -64,6 +64,12 @@ class RunAttrs:
         return replace(self, **changes)
 
 
+def log_lambda_of(ds: Any) -> Any:
+    """The coordinate ``log_lambda`` (run,) of a results Dataset: the effective log initial scale
+    (``Experiment.log_lambda``); a file written before the name read ``log_scale``."""
+    return ds["log_lambda"] if "log_lambda" in ds.coords or "log_lambda" in ds else ds["log_scale"]
+
+
 def _scalar(value: Any) -> Any:
     """A netCDF attribute as a Python scalar (numpy scalars and 1-element arrays included)."""
     item = getattr(value, "item", None)

@@ -26,7 +26,7 @@ import xarray as xr
 from pydantic import Field
 
 from shallowflow.analysis.curves import GROWN_NORM, crossing_times, fitted_counts, growth_times
-from shallowflow.model.run_attrs import RunAttrs
+from shallowflow.model.run_attrs import RunAttrs, log_lambda_of
 from shallowflow.plots.labels import lambda_label
 from shallowflow.reproductions.base import Figure, Reproduction, Section
 from shallowflow.reproductions.claims import Claim
@@ -261,7 +261,7 @@ def draw(ds: xr.Dataset, P: Fig1Params) -> list[Figure]:
 
     p, labels = limit_of(ds), labels_of(ds)
     t_acc, loss, fitted = ds.time_accelerated.values, ds.loss.values, ds.fitted.values
-    L, R, t_end = -ds.log_lambda.values, len(labels), 1.15 * p.tau[-1]
+    L, R, t_end = -log_lambda_of(ds).values, len(labels), 1.15 * p.tau[-1]
     colors = plt.cm.viridis(np.linspace(0.0, 0.85, R))
     t_grid = np.linspace(0.0, t_end, 2000)
     lim = p.curves(t_grid)
@@ -325,7 +325,7 @@ def method(ds: xr.Dataset, P: Fig1Params) -> list[Section]:
     p, labels = limit_of(ds), labels_of(ds)
     rel_err, _ = relative_errors(ds, p)
     cross, counts = ds.jump_time_measured.values, ds.neurons_per_drop.values.tolist()
-    L, R, q = -ds.log_lambda.values, len(labels), ds.implied_log_inv_lambda
+    L, R, q = -log_lambda_of(ds).values, len(labels), ds.implied_log_inv_lambda
     table = ["| lambda | log(1/lambda) | measured jump times (accelerated) | max rel. error | "
              "neurons per drop | final loss |", "|---|---|---|---|---|---|"]
     for r in range(R):

@@ -20,7 +20,7 @@ import numpy as np
 import xarray as xr
 from pydantic import Field
 
-from shallowflow.model.run_attrs import RunAttrs
+from shallowflow.model.run_attrs import RunAttrs, log_lambda_of
 from shallowflow.plots.labels import lambda_label
 from shallowflow.reproductions.base import Figure, Reproduction, Section
 from shallowflow.reproductions.claims import Claim
@@ -174,7 +174,7 @@ def draw(ds: xr.Dataset, P: Fig3Params) -> list[Figure]:
     import matplotlib.pyplot as plt
 
     p, labels = limit_of(ds), [lambda_label(v) for v in ds.log10_lambda.values]
-    lls, t_all, logn = ds.log_lambda.values, ds.time_accelerated.values, ds.log_norm.values
+    lls, t_all, logn = log_lambda_of(ds).values, ds.time_accelerated.values, ds.log_norm.values
     L, R, t_end, beta = -lls, len(labels), 1.15 * p.tau[-1], p.slopes
     r = R - 1
     keep = t_all[r] <= t_end
