@@ -6,15 +6,15 @@ n in (1000, 2000), width p(n) = floor(log(n / 0.05) / log(4/3)) + 1 (35 and 37;
 keys, EngineConfig(kappa = 1/p, lr = 1, time_scale = p, probes = ("loss",)), records at the first
 and last step only.
 
-- dense engine (``simulate(..., span=False)``): X (n, d), two GEMMs of 2 n d 64 p flops each per
+- dense engine (``solve(..., span=False)``): X (n, d), two GEMMs of 2 n d 64 p flops each per
   step (18-38 GFLOP), so only a few steps are timed;
-- reduced engine (``simulate(..., span=True)``, :mod:`shallowflow.dynamics.span`): orthogonal
+- reduced engine (``solve(..., span=True)``, :mod:`shallowflow.dynamics.span`): orthogonal
   rows are diagonal in the basis q_i = x_i / ||x_i||, O(n 64 p) elementwise work per step.
 
-Per-step times are differences, (T(1 + k steps) - T(1 step)) / k, of best-of-r ``simulate`` calls
+Per-step times are differences, (T(1 + k steps) - T(1 step)) / k, of best-of-r ``solve`` calls
 after a call that compiles, so the record evaluations, host transfers and (for the reduced engine)
 the reduction are excluded; speed-up = dense s/step / reduced s/step. The reduced engine's loop
-is timed on pre-reduced inputs (its DiagonalInputs and W Q, passed to ``simulate`` as they are,
+is timed on pre-reduced inputs (its DiagonalInputs and W Q, passed to ``solve`` as they are,
 exactly what ``span=True`` runs); the one-time cost of ``span=True`` (span_of, project,
 and the two restores of the start and end parameters) is measured separately and in an
 end-to-end call of ``span=True``. Agreement: both engines for a few steps, probes loss and
@@ -71,17 +71,17 @@ def setup(n: int, probes: tuple[str, ...] = ("loss",)) -> tuple[Any, Any, Any, A
 
 def per_step(cfg: Any, net: Any, X: Any, y: Any, steps: int, repeats: int,
              span: bool = False) -> dict[str, float]:
-    """(T(1 + steps) - T(1)) / steps of ``simulate``, best of ``repeats``, after a compile call
+    """(T(1 + steps) - T(1)) / steps of ``solve``, best of ``repeats``, after a compile call
     (both schedules record twice, so they share the compiled segment)."""
-    from shallowflow.dynamics import EngineOptions, SaveAt, simulate
+    from shallowflow.dynamics import EngineOptions, SaveAt, solve
 
     def run(k: int) -> Any:
-        return simulate(cfg, net, X, y, saveat=SaveAt(np.array([0, k])), options=EngineOptions(span=span))
+        return solve(cfg, net, X, y, saveat=SaveAt(np.array([0, k])), options=EngineOptions(span=span))
 
     t0 = time.perf_counter()
     run(1)
     compile_s = time.perf_counter() - t0
-    # simulate returns numpy arrays: synchronised
+    # solve returns numpy arrays: synchronised
     short, _ = best_time(lambda: run(1), repeats, warmup=False)
     long, _ = best_time(lambda: run(1 + steps), repeats, warmup=False)
     return {"seconds_compile_call": compile_s, "seconds_1": short, "seconds_long": long,
@@ -89,7 +89,7 @@ def per_step(cfg: Any, net: Any, X: Any, y: Any, steps: int, repeats: int,
 
 
 def reduction_cost(net0: Any, X: np.ndarray) -> dict[str, float]:
-    """One call each of the pieces ``simulate(span=True)`` adds: span_of (orthogonality test,
+    """One call each of the pieces ``solve(span=True)`` adds: span_of (orthogonality test,
     norms, basis), project (W Q and W_perp) and restore (called for the start and end). The keys
     stay those of the first runs' raw numbers ("reduce_data": the span_of time)."""
     from shallowflow.dynamics.span import is_orthogonal, project, restore, span_of
@@ -118,11 +118,11 @@ def _rel(a: np.ndarray, b: np.ndarray) -> float:
 
 def agreement(n: int, steps: int) -> dict[str, float]:
     """Both engines for ``steps`` steps, loss and neuron_norm recorded every step."""
-    from shallowflow.dynamics import EngineOptions, SaveAt, record_schedule, simulate
+    from shallowflow.dynamics import EngineOptions, SaveAt, record_schedule, solve
 
     cfg, net0, X, y = setup(n, probes=("loss", "neuron_norm"))
     sched = record_schedule(steps, every=1)
-    res = {r: simulate(cfg, net0, X, y, saveat=SaveAt(sched),
+    res = {r: solve(cfg, net0, X, y, saveat=SaveAt(sched),
                        options=EngineOptions(span=r)) for r in (True, False)}
     red, den = res[True], res[False]
     dW = np.linalg.norm(red.final.W - den.final.W, axis=(1, 2))
@@ -141,13 +141,13 @@ def agreement(n: int, steps: int) -> dict[str, float]:
 def bench_n(n: int, steps: int, dense_steps: int, agree_steps: int,
             repeats: int) -> dict[str, Any]:
     """Both engines' s/step, the reduction's one-time cost and the agreement at ``n``."""
-    from shallowflow.dynamics import EngineOptions, SaveAt, simulate
+    from shallowflow.dynamics import EngineOptions, SaveAt, solve
     from shallowflow.dynamics.span import project, span_of
     from shallowflow.model.inputs import DiagonalInputs
     from shallowflow.model.network import Network
 
     cfg, net0, X, y = setup(n)
-    # the reduced engine's loop on pre-reduced inputs: the Inputs object passes through simulate
+    # the reduced engine's loop on pre-reduced inputs: the Inputs object passes through solve
     red = span_of(X)
     if not isinstance(red.inputs, DiagonalInputs):
         raise RuntimeError("orthogonal data did not take the diagonal fast path")
@@ -156,7 +156,7 @@ def bench_n(n: int, steps: int, dense_steps: int, agree_steps: int,
     dense = per_step(cfg, net0, X, y, dense_steps, repeats)
     setup_cost = reduction_cost(net0, X)
     t0 = time.perf_counter()
-    e2e = simulate(cfg, net0, X, y, saveat=SaveAt(np.array([0, steps])), options=EngineOptions(span=True))
+    e2e = solve(cfg, net0, X, y, saveat=SaveAt(np.array([0, steps])), options=EngineOptions(span=True))
     e2e_s = time.perf_counter() - t0
     p = neurons_for(n, DELTA)
     return {
@@ -217,8 +217,8 @@ def table(r: dict[str, Any]) -> str:
             f"| >= {g['speedup']:g}x | {_yes(row['speedup'] >= g['speedup'])} |")
     lines += [
         "",
-        f"One-time cost of `span=True` (one call each; restore runs twice per simulate) and an "
-        f"end-to-end `simulate(..., span=True)` of {c['steps']} steps:",
+        f"One-time cost of `span=True` (one call each; restore runs twice per solve) and an "
+        f"end-to-end `solve(..., span=True)` of {c['steps']} steps:",
         "",
         "| n | is_orthogonal | span_of (incl. it) | project | restore | sum (s) "
         "| end-to-end (s) | end-to-end s/step |",

@@ -1,4 +1,4 @@
-"""End-state verdict (docs/math.md §9): wall time of ``stationary.verdict.certify_point`` against
+"""End-state verdict (docs/math.md §9): wall time of ``stationary.verdict.end_state`` against
 the number of parameters (10^2 to 10^5), and the dense vs Lanczos crossover of the smooth-part
 spectrum (goal: 10^5 parameters in under a minute on 2 cores).
 
@@ -66,7 +66,7 @@ def measure(p: int, repeats: int = 3, dense_max: int = DENSE_MAX) -> dict[str, A
     """One row: dense (up to ``dense_max`` parameters) and Lanczos spectrum times, the verdict's
     time (auto method), first calls (compilation included) and best of ``repeats``."""
     from shallowflow.stationary.spectrum import smooth_spectrum
-    from shallowflow.stationary.verdict import certify_point
+    from shallowflow.stationary.verdict import end_state
 
     net, prob = problem(p)
     smooth = np.ones(p, bool)
@@ -81,7 +81,7 @@ def measure(p: int, repeats: int = 3, dense_max: int = DENSE_MAX) -> dict[str, A
         return smooth_spectrum(net, prob, smooth, "lanczos")
 
     def verdict() -> Any:
-        return certify_point(net, prob)
+        return end_state(net, prob)
 
     if size <= dense_max:
         row["dense_first_s"], _ = _timed_first(dense)

@@ -3,7 +3,7 @@
 n = d = 64 unit orthonormal inputs (canonical basis), labels |N(0, 1)|
 (shallowflow.data.orthonormal(key, 64, 64, "canonical", "abs_normal")), m = 6 neurons, balanced
 initialisation of norm lambda = 1e-100 (shallowflow.model.initialisation.balanced(key, 6, 64, 1) as
-a unit network and log_scale = log(1e-100)), kappa = 1, GD with lr = 0.01, square loss (1/(2n) sum
+a unit network and log_lambda = log(1e-100)), kappa = 1, GD with lr = 0.01, square loss (1/(2n) sum
 r^2) and the mse variant (1/n sum r^2). The engine runs with span=True and activity_mask=True (what
 a config picks for orthonormal data), parametrisation "plain" (lambda^2 = 1e-200 is representable)
 and "lognorm".
@@ -68,7 +68,7 @@ def data() -> tuple[np.ndarray, np.ndarray]:
 
 
 def unit_network(seed: int) -> Any:
-    """balanced(key, M, D, 1) as a batch of one run (the scale enters through log_scale)."""
+    """balanced(key, M, D, 1) as a batch of one run (the scale enters through log_lambda)."""
     import jax
 
     from shallowflow.model.initialisation import balanced
@@ -106,15 +106,15 @@ def count_jumps(loss: np.ndarray, tol: float = JUMP_TOL) -> int:
 
 def run(cfg: Any, net0: Any, X: np.ndarray, y: np.ndarray, stop: float,
         budget: int) -> tuple[float, int, Any]:
-    """One simulate call: (seconds, steps run, result). Steps run: the end of the compiled segment
+    """One solve call: (seconds, steps run, result). Steps run: the end of the compiled segment
     in which the run froze (the host stops there), else the budget."""
-    from shallowflow.dynamics import EngineOptions, Progress, SaveAt, StopWhen, record_schedule, simulate
+    from shallowflow.dynamics import EngineOptions, Progress, SaveAt, StopWhen, record_schedule, solve
 
     marks: list[int] = []
     t0 = time.perf_counter()
-    res = simulate(cfg, net0, X, y, saveat=SaveAt(record_schedule(budget, every=RECORD_EVERY)),
+    res = solve(cfg, net0, X, y, saveat=SaveAt(record_schedule(budget, every=RECORD_EVERY)),
                    stop=StopWhen(loss=np.array([stop])), options=EngineOptions(span=True),
-                   log_scale=np.array([np.log(LAMBDA)]),
+                   log_lambda=np.array([np.log(LAMBDA)]),
                    progress=Progress(report=lambda done, total: marks.append(done)))
     seconds = time.perf_counter() - t0
     stop_step = int(res.status["stop_step"][0])

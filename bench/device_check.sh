@@ -53,7 +53,7 @@ preset() {  # name, seconds at most, extra arguments
 }
 
 want paper64 && preset paper64 "${CAP64:-170}"
-want paper32 && preset paper32 "${CAP32:-150}" --dtype float32 --certify-precision 1
+want paper32 && preset paper32 "${CAP32:-150}" --dtype float32 --precision-certificate 1
 if want bench; then
   log "gpu benchmark"
   timeout 150 python3 bench/bench_gpu.py --out "$OUT" >"$OUT/gpu.log" 2>&1

@@ -61,7 +61,7 @@ def check_reproduction_folder(folder, ids=None):
 
 class RecordingExecutor:
     """The in-process executor, recording how many batches it knew of as each one finished (a
-    caller may append batches while it runs: shallowflow.training.entry.train_protocols)."""
+    caller may append batches while it runs: shallowflow.training.entry.train_chains)."""
 
     name = "recording"
 

@@ -3,12 +3,14 @@ and leave the output folder absent or intact."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from shallowflow.cli.commands import app
-from shallowflow.config import ConfigError, experiment_from_mapping, load_experiment
+from shallowflow.config import RENAMED, ConfigError, experiment_from_mapping, load_experiment
 from shallowflow.data import DataError, load_file, validate_dataset
 
 
@@ -125,20 +127,51 @@ def test_cli_existing_output_is_left_intact(tmp_path):
     assert (out / "keep.txt").read_text() == "precious"
 
 
-@pytest.mark.parametrize(("old", "new", "value"), [
-    ("engine", "parametrisation", "lognorm"),
-    ("reduce", "span", "on"),
-])
-def test_old_keys_are_refused_with_the_new_name(tmp_path, old, new, value):
+OLD_KEYS = {  # each renamed key (config.RENAMED): a value, and what its new key needs beside it
+    "train.engine": ("lognorm", {}),
+    "train.reduce": ("on", {}),
+    "train.certify": (1, {}),
+    "train.certify_tol": (0.1, {"train__step_certificate": 1}),
+    "train.certify_precision": (1, {"train__dtype": "float32"}),
+    "train.certify_precision_tol": (0.1, {"train__dtype": "float32",
+                                          "train__precision_certificate": 1}),
+    "train.certify_end": (True, {}),
+}
+
+
+def toml_value(value):
+    return repr(value).lower() if isinstance(value, bool) else (
+        f'"{value}"' if isinstance(value, str) else repr(value))
+
+
+def test_every_renamed_key_is_tested():
+    assert set(OLD_KEYS) == set(RENAMED)
+
+
+@pytest.mark.parametrize("old", sorted(OLD_KEYS))
+def test_old_keys_are_refused_with_the_new_name(tmp_path, old):
+    new, (value, needs) = RENAMED[old], OLD_KEYS[old]
+    table, key = old.split(".")
     with pytest.raises(ConfigError) as err:
-        experiment_from_mapping(base(**{f"train__{old}": value}))
-    assert f"train.{old}: renamed to train.{new} (got {value!r})" in str(err.value).splitlines()
+        experiment_from_mapping(base(**{f"{table}__{key}": value}))
+    assert f"{old}: renamed to {new} (got {value!r})" in str(err.value).splitlines()
     cfg = tmp_path / "c.toml"
-    cfg.write_text('[data]\nkind = "sphere"\nn = 6\nd = 3\n[model]\nwidth = 2\n'
-                   f'[init]\nscheme = "dpb"\n[train]\nlr = 0.1\nsteps = 3\n{old} = "{value}"\n')
-    with pytest.raises(ConfigError, match=rf"train\.{old}: renamed to train\.{new}"):
+    tables = {"data": 'kind = "sphere"\nn = 6\nd = 3\n', "model": "width = 2\n",
+              "init": 'scheme = "dpb"\n', "train": "lr = 0.1\nsteps = 3\n"}
+    tables[table] += f"{key} = {toml_value(value)}\n"
+    cfg.write_text("".join(f"[{name}]\n{body}" for name, body in tables.items()))
+    with pytest.raises(ConfigError, match=rf"{re.escape(old)}: renamed to {re.escape(new)}"):
         load_experiment(cfg)
-    assert experiment_from_mapping(base(**{f"train__{new}": value})).train.model_dump()[new] == value
+    new_table, new_key = new.split(".")
+    exp = experiment_from_mapping(base(**{f"{new_table}__{new_key}": value}, **needs))
+    assert getattr(exp, new_table).model_dump()[new_key] == value
+
+
+@pytest.mark.parametrize("value", ["first", "both"])
+def test_the_removed_layers_key_names_second_layer_rate(value):
+    with pytest.raises(ConfigError) as err:
+        experiment_from_mapping(base(train__layers=value))
+    assert str(err.value).splitlines() == ["train.layers: removed; use train.second_layer_rate = 0"]
 
 
 BAD = "non-finite"  # placeholder for the value under test

@@ -1,6 +1,6 @@
 """Why a run ended and what it ended at (docs/math.md §0.3, §9): the stop reasons (loss,
 gradient, steps, wall-clock time, diverged) against a plain numpy gradient and an uninterrupted
-run, ``train.polish`` / ``train.certify_end`` against numpy losses and distances,
+run, ``train.polish`` / ``train.end_state`` against numpy losses and distances,
 ``shallowflow certify RUN_DIR`` and the sweep summary's columns."""
 
 from __future__ import annotations
@@ -109,10 +109,10 @@ def test_loss_steps_and_divergence_reasons():
     np.testing.assert_array_equal(blown["end_step"].values, blown["diverge_step"].values)
 
 
-def test_train_polish_and_certify_end_against_numpy():
+def test_train_polish_and_end_state_against_numpy():
     """Over-parametrised (8 neurons, 6 points): Newton polishes the end points to interpolating
     ones; the verdict, the polished loss and the distance moved are checked in numpy."""
-    (ds,) = train(experiment(steps=3000, polish="newton", certify_end=True,
+    (ds,) = train(experiment(steps=3000, polish="newton", end_state=True,
                              record={"points": 10}), show_progress=False, keep_data=True)
     X, y = ds["X"].values, ds["y"].values
     labels = ds["end_label"].values.tolist()
@@ -159,7 +159,7 @@ def test_certify_command_writes_a_table_beside_the_results(tmp_path):
 
 
 def test_sweep_summary_holds_stop_reasons_and_verdicts(tmp_path):
-    base = experiment(steps=2000, certify_end=True, stop_grad=1e-6, record={"points": 10})
+    base = experiment(steps=2000, end_state=True, stop_grad=1e-6, record={"points": 10})
     sweep = sweep_from_mapping({"name": "sw", "base": base.model_dump(mode="json"),
                                 "grid": {"model.width": [4, 8]}}, tmp_path)
     table = run_sweep(sweep, tmp_path / "sw", show_progress=False)

@@ -15,7 +15,7 @@ from shallowflow.dynamics import (
     SaveAt,
     StopWhen,
     record_schedule,
-    simulate,
+    solve,
 )
 from shallowflow.errors import Cancelled
 from shallowflow.model.network import Network
@@ -77,7 +77,7 @@ def test_a_cancelled_token_stops_the_call(threads):
         seen.append(done)
 
     with pytest.raises(Cancelled):
-        simulate(EngineConfig(lr=0.01, probes=("loss",)), net, X, y,
+        solve(EngineConfig(lr=0.01, probes=("loss",)), net, X, y,
                  saveat=SaveAt(record_schedule(200, every=1)),
                  options=EngineOptions(threads=threads, records_per_call=4),
                  progress=Progress(report=report), cancel=token)

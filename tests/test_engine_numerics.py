@@ -1,4 +1,4 @@
-"""The compiled engine (shallowflow.dynamics.simulate) against an independent numpy GD loop,
+"""The compiled engine (shallowflow.dynamics.solve) against an independent numpy GD loop,
 batch invariance, gradient-flow consistency, early stop / divergence and SGD (docs/math.md §0.3, §1.1,
 §1.4)."""
 
@@ -18,7 +18,7 @@ from shallowflow.dynamics import (
     SaveAt,
     StopWhen,
     record_schedule,
-    simulate,
+    solve,
 )
 from shallowflow.dynamics.probes import DEFAULT_PROBES, PROBES
 from shallowflow.model import initialisation as init
@@ -119,7 +119,7 @@ def test_gd_trajectory_matches_numpy(case):
     probes = ("loss", "pl_curvature") if c["name"] == "logistic" else DEFAULT_PROBES
     cfg = EngineConfig(loss=Loss(c["name"]), kappa=c["kappa"], lr=c["lr"], time_scale=c["T"],
                        train_second_layer=c["train_a"], probes=probes)
-    res = simulate(cfg, stack(net), X, y, saveat=SaveAt(record_schedule(steps, every=1)))
+    res = solve(cfg, stack(net), X, y, saveat=SaveAt(record_schedule(steps, every=1)))
     L_ref, a_ref, W_ref = np_gd(net.a, net.W, X, y, steps, lr=c["lr"], T=c["T"],
                                 kappa=c["kappa"], name=c["name"], train_a=c["train_a"])
     np.testing.assert_array_equal(res.steps, np.arange(steps + 1))
@@ -176,8 +176,8 @@ def test_run_alone_equals_run_in_batch(per_run_data):
     probes = ALL_PROBES
     cfg = EngineConfig(kappa=1 / PB, time_scale=PB, lr=0.1, probes=probes)
     sched = record_schedule(60, every=3)
-    res = simulate(cfg, nets, X, y, saveat=SaveAt(sched))
-    solo = simulate(cfg, take(nets, 5), X5, y5, saveat=SaveAt(sched))
+    res = solve(cfg, nets, X, y, saveat=SaveAt(sched))
+    solo = solve(cfg, take(nets, 5), X5, y5, saveat=SaveAt(sched))
     assert res.records["loss"].shape == (R, len(sched))
     assert solo.records["W"].shape == (1, len(sched), PB, DB)
     assert_same_run(res, 5, solo, 0, rtol=1e-12)
@@ -204,7 +204,7 @@ def test_balance_drift_is_first_order_in_the_step():
     for lr in (0.02, 0.01, 0.005):
         steps = round(t / lr)
         cfg = EngineConfig(lr=lr, probes=("balance_drift",))
-        res = simulate(cfg, stack(net), X, y, saveat=SaveAt(record_schedule(steps)))
+        res = solve(cfg, stack(net), X, y, saveat=SaveAt(record_schedule(steps)))
         drifts.append(res.records["balance_drift"][0, -1])
         assert res.records["balance_drift"][0, 0] == 0.0
         # the probe is its definition evaluated on the final parameters
@@ -228,7 +228,7 @@ def test_pl_curvature_is_minus_relative_loss_rate(train_a):
         cfg = EngineConfig(kappa=1 / p, time_scale=p, lr=lr, train_second_layer=train_a,
                            probes=("loss", "pl_curvature"))
         steps = round(t_end / lr)
-        res = simulate(cfg, stack(net), X, y, saveat=SaveAt(record_schedule(steps, every=1)))
+        res = solve(cfg, stack(net), X, y, saveat=SaveAt(record_schedule(steps, every=1)))
         L, mu = res.records["loss"][0], res.records["pl_curvature"][0]
         k = round(t_mid / lr)
         rate = -(L[k + 1] - L[k - 1]) / (2 * lr) / L[k]
@@ -256,7 +256,7 @@ def test_early_stop():
     threshold = 0.5 * (L_ref[k_stop - 1] + L_ref[k_stop])  # first k with L_k < threshold: 50
     nets = stack(net, net, other)
     stop = np.array([10.0 * L_ref[0], threshold, -np.inf])
-    res = simulate(CFG6, nets, X, y, saveat=SaveAt(SCHED6), stop=StopWhen(loss=stop))
+    res = solve(CFG6, nets, X, y, saveat=SaveAt(SCHED6), stop=StopWhen(loss=stop))
 
     # run 0: stop_loss above its starting loss -> stops at step 0, parameters untouched
     assert bool(res.status["stopped"][0]) and res.status["stop_step"][0] == 0
@@ -277,11 +277,11 @@ def test_early_stop():
     # run 2: never stops and equals its solo run
     assert not res.status["stopped"][2] and res.status["stop_step"][2] == -1
     assert not res.status["diverged"].any()
-    solo = simulate(CFG6, take(nets, 2), X, y, saveat=SaveAt(SCHED6))
+    solo = solve(CFG6, take(nets, 2), X, y, saveat=SaveAt(SCHED6))
     assert_same_run(res, 2, solo, 0, rtol=1e-12)
 
     # a batch whose runs are all frozen at step 0: the remaining records are copies
-    frozen = simulate(CFG6, take(nets, 0), X, y, saveat=SaveAt(SCHED6), stop=StopWhen(loss=stop[:1]))
+    frozen = solve(CFG6, take(nets, 0), X, y, saveat=SaveAt(SCHED6), stop=StopWhen(loss=stop[:1]))
     assert frozen.status["stop_step"][0] == 0
     np.testing.assert_array_equal(frozen.steps, SCHED6)
     np.testing.assert_array_equal(frozen.records["loss"],
@@ -308,7 +308,7 @@ def test_per_run_blocks_equal_the_whole_batch(monkeypatch):
                      0.5 * (refs[4][69] + refs[4][70]), 0.5 * (refs[5][9] + refs[5][10])])
     sched = record_schedule(STEPS6, every=20)
     monkeypatch.setattr(compilation, "PER_RUN_MIN_BYTES", 1 << 40)  # never blocked
-    whole = simulate(CFG6, nets, X, y, saveat=SaveAt(sched), stop=StopWhen(loss=stop))
+    whole = solve(CFG6, nets, X, y, saveat=SaveAt(sched), stop=StopWhen(loss=stop))
     np.testing.assert_array_equal(whole.status["stop_step"], [-1, 30, -1, 0, 70, 10])
     calls = []
     blocked = compilation._segment_blocked_default
@@ -318,7 +318,7 @@ def test_per_run_blocks_equal_the_whole_batch(monkeypatch):
     assert compilation._block_size(PerRunInputs(X), nR, p) == (jax.default_backend() == "cpu")
     for block in (1, 2, 3):  # the policy's blocks of one (RunInputs), and the generic blocks
         monkeypatch.setattr(compilation, "_block_size", lambda inputs, R, p, b=block: b)
-        res = simulate(CFG6, nets, X, y, saveat=SaveAt(sched), stop=StopWhen(loss=stop),
+        res = solve(CFG6, nets, X, y, saveat=SaveAt(sched), stop=StopWhen(loss=stop),
                        options=EngineOptions(threads=1))  # blocks of 6 runs
         assert calls and calls[-1] == block
         for r in range(nR):
@@ -348,7 +348,7 @@ def test_blocked_segments_copy_no_batch_data(monkeypatch):
     blocked = compilation._segment_blocked_default
     monkeypatch.setattr(compilation, "_segment_blocked_default",
                         lambda *a, **k: calls.append(a) or blocked(*a, **k))
-    simulate(CFG6, nets, X, y, saveat=SaveAt(record_schedule(20, every=5)),
+    solve(CFG6, nets, X, y, saveat=SaveAt(record_schedule(20, every=5)),
              options=EngineOptions(threads=2))  # shards of 2 runs
     assert len(calls) >= 2
     for _, _, _, _, _, _, inputs, *_ in calls:  # every shard's segments get its runs' X^T
@@ -356,7 +356,7 @@ def test_blocked_segments_copy_no_batch_data(monkeypatch):
         np.testing.assert_array_equal(np.asarray(inputs.Xt),
                                       np.asarray(inputs.X).transpose(0, 2, 1))
     calls.clear()
-    simulate(CFG6, nets, X, y, saveat=SaveAt(record_schedule(20, every=5)), options=EngineOptions(threads=1))
+    solve(CFG6, nets, X, y, saveat=SaveAt(record_schedule(20, every=5)), options=EngineOptions(threads=1))
     cfg, block, *args = calls[-1]
     inputs = args[4]
     assert block == 1 and inputs.Xt is not None
@@ -402,14 +402,14 @@ def test_shards_change_nothing(monkeypatch, layout):
                         lambda *a, **k: blocks.append(a[1]) or blocked(*a, **k))
     exact = layout in ("per_run_blocked", "shared_blocked") and jax.default_backend() == "cpu"
     sched = record_schedule(STEPS6, every=20)
-    whole = simulate(CFG6, nets, X, y, saveat=SaveAt(sched), stop=StopWhen(loss=stop),
+    whole = solve(CFG6, nets, X, y, saveat=SaveAt(sched), stop=StopWhen(loss=stop),
                      options=EngineOptions(threads=1))
     if exact:
         assert set(blocks) == {1 if layout == "per_run_blocked" else 2}
     np.testing.assert_array_equal(whole.status["stop_step"], [-1, 30, -1, -1, 70, -1, 9])
     for threads in (2, 3):
         seen: list[tuple[int, int]] = []
-        res = simulate(CFG6, nets, X, y, saveat=SaveAt(sched), stop=StopWhen(loss=stop),
+        res = solve(CFG6, nets, X, y, saveat=SaveAt(sched), stop=StopWhen(loss=stop),
                        options=EngineOptions(threads=threads),
                        progress=Progress(report=lambda done, total, seen=seen: seen.append((done, total))))
         if exact:
@@ -490,7 +490,7 @@ def test_failing_shard_stops_the_others(monkeypatch):
     monkeypatch.setattr(driver, "segment", segment)
     sched = record_schedule(200, every=1)  # dozens of segments a shard
     with pytest.raises(RuntimeError, match="shard failed"):
-        simulate(CFG6, nets, X, y, saveat=SaveAt(sched), options=EngineOptions(threads=2, records_per_call=8))
+        solve(CFG6, nets, X, y, saveat=SaveAt(sched), options=EngineOptions(threads=2, records_per_call=8))
     assert len(calls) <= 6  # 2 x 26 segments without the stop
 
 
@@ -537,7 +537,7 @@ def test_block_sizes():
 def test_divergence_is_per_run():
     X, y, net = problem(0)
     big = Network(15.0 * net.a, 15.0 * net.W)  # same lr, ~200x the curvature: GD blows up
-    res = simulate(CFG6, stack(net, big), X, y, saveat=SaveAt(SCHED6))
+    res = solve(CFG6, stack(net, big), X, y, saveat=SaveAt(SCHED6))
     assert list(res.status["diverged"]) == [False, True]
     # diverge_step: the first step whose loss or parameters are non-finite; with a record at
     # every step the run keeps the parameters of the step before, theta_k, k = diverge_step - 1
@@ -561,7 +561,7 @@ def test_divergence_is_per_run():
     np.testing.assert_allclose(res.records["loss"][1, :k], L_ref[:k], rtol=1e-6)
 
     # the healthy run is unaffected by its diverging neighbour
-    solo = simulate(CFG6, stack(net), X, y, saveat=SaveAt(SCHED6))
+    solo = solve(CFG6, stack(net), X, y, saveat=SaveAt(SCHED6))
     assert_same_run(res, 0, solo, 0, rtol=1e-12)
     L_ok, _, W_ok = np_gd(net.a, net.W, X, y, STEPS6, lr=LR6)
     np.testing.assert_allclose(res.records["loss"][0], L_ok, rtol=1e-10)
@@ -579,14 +579,14 @@ SGD_PROBES = ("loss", "a", "W")
 def _sgd(nets, X, y, keys, batch_size=3, reduction="mean"):
     cfg = EngineConfig(lr=LR7, batch_size=batch_size, loss=Loss("square", reduction),
                        probes=SGD_PROBES)
-    return simulate(cfg, nets, X, y, saveat=SaveAt(SCHED7), keys=keys)
+    return solve(cfg, nets, X, y, saveat=SaveAt(SCHED7), keys=keys)
 
 
 def test_sgd_full_batch_equals_gd():
     X, y, net = problem(8, n=NS)
     nets = stack(net, Network(-net.a, net.W))
     keys = jax.random.split(jax.random.PRNGKey(9), 2)
-    gd = simulate(EngineConfig(lr=LR7, probes=SGD_PROBES), nets, X, y, saveat=SaveAt(SCHED7))
+    gd = solve(EngineConfig(lr=LR7, probes=SGD_PROBES), nets, X, y, saveat=SaveAt(SCHED7))
     sgd = _sgd(nets, X, y, keys, batch_size=NS)
     for r in range(2):
         assert_same_run(gd, r, sgd, r, rtol=1e-10)
@@ -612,7 +612,7 @@ def test_sgd_minibatch_is_deterministic_given_key():
     # the run at step 0 with its initial parameters; the other run is unaffected
     L0 = np_loss_grad(np.asarray(net.a), np.asarray(net.W), X, y, 1.0, 0.0, "square", "sum")[0]
     cfg = EngineConfig(lr=LR7, batch_size=3, loss=Loss("square", "sum"), probes=SGD_PROBES)
-    stopped = simulate(cfg, nets, X, y, saveat=SaveAt(SCHED7),
+    stopped = solve(cfg, nets, X, y, saveat=SaveAt(SCHED7),
                        stop=StopWhen(loss=np.array([2.0 * L0, -np.inf])), keys=jnp.stack([k0, k1]))
     assert list(stopped.status["stopped"]) == [True, False]
     assert stopped.status["stop_step"][0] == 0

@@ -79,7 +79,7 @@ def test_plain_parametrisation_on_sphere_data_keeps_defaults_off():
     ({"train__balance": "tied", "init": {"scheme": "gaussian", "scale": 1e-3}}, "tied"),
     ({"train__activity_mask": "on", "model": {"width": 4, "activation": "leaky_relu",
                                               "leak": 0.1}}, "activity_mask"),
-    ({"train__certify_tol": 1e-3}, "certify"),
+    ({"train__step_certificate_tol": 1e-3}, "step_certificate"),
     ({"init": {"scheme": "given", "path": "nowhere.npz", "scale": 1.0}}, "init.path"),
 ])
 def test_bad_exact_dynamics_settings(over, message):
@@ -102,23 +102,24 @@ def test_certificate_is_first_order():
         "data": {"kind": "sphere", "n": 30, "d": 5},
         "model": {"width": 8},
         "init": {"scheme": "dpb"},
-        "train": {"lr": 0.005, "duration": 4.0, "certify": 2, "certify_tol": 1.0},
+        "train": {"lr": 0.005, "duration": 4.0, "step_certificate": 2, "step_certificate_tol": 1.0},
         "record": {"every": 40, "points": 0},
     })
     ds = simulate(exp)
-    rel, absd = ds.certificate_rel.values, ds.certificate_abs.values
+    rel, absd = ds.step_certificate_rel.values, ds.step_certificate_abs.values
     assert rel.shape == (3, 2)
     np.testing.assert_allclose(rel[:, 0] / rel[:, 1], 2.0, rtol=0.15)
     np.testing.assert_allclose(absd[:, 0] / absd[:, 1], 2.0, rtol=0.15)
-    assert np.all(ds.certified.values)
-    assert "PASS" in ds.attrs["certificate"]
+    assert np.all(ds.step_certified.values)
+    assert "PASS" in ds.attrs["step_certificate"]
     # the certificate really compares the lr/2 rerun: an independent rerun at lr/2 agrees
     half = experiment_from_mapping({**exp.model_dump(mode="json"),
                                     "train": {**exp.train.model_dump(mode="json"),
-                                              "lr": 0.0025, "certify": 0, "certify_tol": None}})
+                                              "lr": 0.0025, "step_certificate": 0,
+                                              "step_certificate_tol": None}})
     ds2 = simulate(half)
     coarse = ds.loss.values
     fine = ds2.loss.values[:, ::2]
     expected = np.abs(coarse - fine).max(axis=1) / np.abs(fine).max(axis=1)
-    np.testing.assert_allclose(ds.certificate_rel_by_probe.sel(certified_probe="loss").values[:, 0],
+    np.testing.assert_allclose(ds.step_certificate_rel_by_probe.sel(certified_probe="loss").values[:, 0],
                                expected, rtol=1e-12)

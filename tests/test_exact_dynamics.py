@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from shallowflow.data import orthogonal, orthonormal, sphere
-from shallowflow.dynamics import EngineConfig, EngineOptions, SaveAt, StopWhen, record_schedule, simulate
+from shallowflow.dynamics import EngineConfig, EngineOptions, SaveAt, StopWhen, record_schedule, solve
 from shallowflow.model.initialisation import balanced, dpb
 from shallowflow.model.network import Network
 
@@ -26,13 +26,13 @@ def test_lognorm_equals_plain_gd_at_small_scale():
     """The log-norm engine is the plain GD map in other coordinates: 1e-9 relative at 1e-3."""
     X, y = sphere(jax.random.PRNGKey(0), 20, 8)
     nets = batch(unit_balanced(1, 6, 8), unit_balanced(2, 6, 8))
-    log_scale = np.log([1e-3, 1e-3])
+    log_lambda = np.log([1e-3, 1e-3])
     sched = record_schedule(3000, every=100)
     probes = ("loss", "neuron_norm", "log_norm", "a", "pl_curvature")
     out = {}
     for par in ("plain", "lognorm"):
         cfg = EngineConfig(lr=0.05, parametrisation=par, probes=probes)
-        out[par] = simulate(cfg, nets, X, y, saveat=SaveAt(sched), log_scale=log_scale)
+        out[par] = solve(cfg, nets, X, y, saveat=SaveAt(sched), log_lambda=log_lambda)
     p, q = out["plain"], out["lognorm"]
     assert p.records["loss"][:, -1].max() < 0.5 * p.records["loss"][:, 0].min()  # it learned
     for name in probes:
@@ -68,8 +68,8 @@ def test_lognorm_at_tiny_scales_is_finite_and_approaches_algorithm_1(tied):
         sched = record_schedule(steps, every=10)
         cfg = EngineConfig(lr=lr, parametrisation="lognorm", tied_balance=tied,
                            probes=("loss", "log_norm", "balance_log_drift"))
-        r = simulate(cfg, HAND_NET, HAND_X, HAND_Y, saveat=SaveAt(sched), options=EngineOptions(span=True),
-                     log_scale=np.array([L]))
+        r = solve(cfg, HAND_NET, HAND_X, HAND_Y, saveat=SaveAt(sched), options=EngineOptions(span=True),
+                     log_lambda=np.array([L]))
         for v in r.records.values():
             assert np.all(np.isfinite(v))
         np.testing.assert_allclose(r.records["log_norm"][0, 0], [L, L], rtol=1e-14)
@@ -99,8 +99,8 @@ def test_reduced_engine_equals_dense_engine(kind):
                        probes=("loss", "pl_curvature", "balance_drift", "neuron_norm",
                                "param_norm_sq", "active_count"))
     sched = record_schedule(150, every=10)
-    dense = simulate(cfg, nets, X, y, saveat=SaveAt(sched))
-    red = simulate(cfg, nets, X, y, saveat=SaveAt(sched), options=EngineOptions(span=True))
+    dense = solve(cfg, nets, X, y, saveat=SaveAt(sched))
+    red = solve(cfg, nets, X, y, saveat=SaveAt(sched), options=EngineOptions(span=True))
     assert dense.records["loss"][:, -1].max() < 0.5 * dense.records["loss"][:, 0].min()
     for name, v in dense.records.items():
         np.testing.assert_allclose(red.records[name], v, rtol=1e-10, atol=1e-12, err_msg=name)
@@ -121,9 +121,9 @@ def test_rotated_basis_gives_the_canonical_loss_curve():
     rotated = Network(np.asarray(net.a)[None], (np.asarray(net.W) @ Q)[None])
     cfg = EngineConfig(lr=0.1, probes=("loss", "neuron_norm"))
     sched = record_schedule(400, every=20)
-    can = simulate(cfg, batch(net), Xc, y, saveat=SaveAt(sched))
+    can = solve(cfg, batch(net), Xc, y, saveat=SaveAt(sched))
     for span in (False, True):
-        rot = simulate(cfg, rotated, np.asarray(Xc) @ Q, y, saveat=SaveAt(sched),
+        rot = solve(cfg, rotated, np.asarray(Xc) @ Q, y, saveat=SaveAt(sched),
                        options=EngineOptions(span=span))
         np.testing.assert_allclose(rot.records["loss"], can.records["loss"], rtol=1e-10)
         np.testing.assert_allclose(rot.records["neuron_norm"], can.records["neuron_norm"],
@@ -147,7 +147,7 @@ def test_mask_stops_dead_pairs_reviving_at_lambda_1e_100():
     res = {}
     for mask in (False, True):
         cfg = EngineConfig(lr=0.5, activity_mask=mask, probes=("loss", "active"))
-        res[mask] = simulate(cfg, net, X, y, saveat=SaveAt(sched), log_scale=np.array([-100 * np.log(10.0)]))
+        res[mask] = solve(cfg, net, X, y, saveat=SaveAt(sched), log_lambda=np.array([-100 * np.log(10.0)]))
     assert revived_pairs(res[False].records["active"][0]) > 0  # the failure is reproduced
     assert revived_pairs(res[True].records["active"][0]) == 0
     # under the mask a pair active at the end was active from the start (pairs only die)
@@ -164,8 +164,8 @@ def test_lognorm_keeps_the_out_of_span_norm_at_tiny_scale():
     net = batch(unit_balanced(4, 2, d))
     L = -200 * np.log(10.0)
     cfg = EngineConfig(lr=0.1, parametrisation="lognorm", probes=("log_norm",))
-    r = simulate(cfg, net, X, y, saveat=SaveAt(record_schedule(20, every=10)),
-                 options=EngineOptions(span=True), log_scale=np.array([L]))
+    r = solve(cfg, net, X, y, saveat=SaveAt(record_schedule(20, every=10)),
+                 options=EngineOptions(span=True), log_lambda=np.array([L]))
     W = np.asarray(net.W[0])
     np.testing.assert_allclose(r.records["log_norm"][0, 0], np.log(np.linalg.norm(W, axis=1)) + L,
                                rtol=1e-14)
@@ -195,10 +195,10 @@ def test_blocked_diagonal_path_equals_unblocked(monkeypatch, runs, per_run):
     if jax.default_backend() == "cpu":  # the policy blocks these runs (a GPU takes them at once)
         assert compilation._block_size(compilation.DiagonalInputs(np.ones((n, runs))), runs, 1) > 1
     monkeypatch.setattr(compilation, "_block_size", lambda inputs, R, p: 2)  # on any device
-    blocked = simulate(cfg, nets, X, y, saveat=SaveAt(sched), stop=StopWhen(loss=stop),
+    blocked = solve(cfg, nets, X, y, saveat=SaveAt(sched), stop=StopWhen(loss=stop),
                        options=EngineOptions(span=True))
     monkeypatch.setattr(compilation, "_block_size", lambda inputs, R, p: 0)
-    whole = simulate(cfg, nets, X, y, saveat=SaveAt(sched), stop=StopWhen(loss=stop),
+    whole = solve(cfg, nets, X, y, saveat=SaveAt(sched), stop=StopWhen(loss=stop),
                      options=EngineOptions(span=True))
     for name in whole.records:
         np.testing.assert_array_equal(blocked.records[name], whole.records[name])

@@ -18,7 +18,7 @@ from shallowflow.dynamics import (
     StopWhen,
     live,
     record_schedule,
-    simulate,
+    solve,
 )
 from shallowflow.model.activations import Activation
 from shallowflow.model.losses import Loss
@@ -143,9 +143,9 @@ def test_narrowed_step_equals_full_step_to_rounding(layout):
     net0, X, y = make(R, p)
     cfg = EngineConfig(lr=0.01, probes=("loss", "a", "W", "pl_curvature"), **cfg_kw)
     sched = record_schedule(3000, points=40)
-    on = simulate(cfg, net0, X, y, saveat=SaveAt(sched),
+    on = solve(cfg, net0, X, y, saveat=SaveAt(sched),
                   options=EngineOptions(records_per_call=4, skip_dead="on", **sim_kw))
-    off = simulate(cfg, net0, X, y, saveat=SaveAt(sched),
+    off = solve(cfg, net0, X, y, saveat=SaveAt(sched),
                    options=EngineOptions(records_per_call=4, skip_dead="off", **sim_kw))
     assert set(off.widths) == {p} and min(on.widths) < p, on.widths
     loss0 = off.records["loss"][:, :1]
@@ -174,7 +174,7 @@ def test_narrowed_step_against_numpy_gd():
     R, p, steps, lr = 2, 60, 4000, 0.05
     net0 = balanced(R, p, 2, 0.3, seed=8)
     cfg = EngineConfig(lr=lr, probes=("loss",))
-    res = simulate(cfg, net0, THREE_X, THREE_Y, saveat=SaveAt(record_schedule(steps, points=30)),
+    res = solve(cfg, net0, THREE_X, THREE_Y, saveat=SaveAt(record_schedule(steps, points=30)),
                    options=EngineOptions(records_per_call=3, skip_dead="on"))
     assert min(res.widths) < p, res.widths
     for r in range(R):
@@ -190,14 +190,14 @@ def test_stopping_and_rebatching_with_narrowed_steps():
     net0 = balanced(R, p, 2, 0.3, seed=9)
     cfg = EngineConfig(lr=0.05, probes=("loss", "a"))
     sched = record_schedule(3000, every=50)
-    free = simulate(cfg, net0, THREE_X, THREE_Y, saveat=SaveAt(sched),
+    free = solve(cfg, net0, THREE_X, THREE_Y, saveat=SaveAt(sched),
                     options=EngineOptions(skip_dead="off")).records["loss"]
     at = np.linspace(5, len(sched) - 5, R - 1).astype(int)
     stop = np.array([free[r, k] * (1 + 1e-6) for r, k in enumerate(at)] + [-np.inf])
     kw = {"saveat": SaveAt(sched), "stop": StopWhen(loss=stop)}
-    on = simulate(cfg, net0, THREE_X, THREE_Y,
+    on = solve(cfg, net0, THREE_X, THREE_Y,
                   options=EngineOptions(records_per_call=3, skip_dead="on"), **kw)
-    off = simulate(cfg, net0, THREE_X, THREE_Y,
+    off = solve(cfg, net0, THREE_X, THREE_Y,
                    options=EngineOptions(records_per_call=3, skip_dead="off"), **kw)
     assert min(on.widths) < p
     np.testing.assert_array_equal(on.status["stop_step"], off.status["stop_step"])
@@ -214,7 +214,7 @@ def test_never_narrowed_where_dead_neurons_move(kind):
     kw = ({"parametrisation": "lognorm"} if kind == "lognorm"
           else {"activation": Activation(0.1)})
     cfg = EngineConfig(lr=0.05, probes=("loss",), loss=Loss(), **kw)
-    res = simulate(cfg, net0, THREE_X, THREE_Y, saveat=SaveAt(record_schedule(200, points=10)),
+    res = solve(cfg, net0, THREE_X, THREE_Y, saveat=SaveAt(record_schedule(200, points=10)),
                    options=EngineOptions(skip_dead="on"),
-                   log_scale=np.zeros(2) if kind == "lognorm" else None)
+                   log_lambda=np.zeros(2) if kind == "lognorm" else None)
     assert set(res.widths) == {20}

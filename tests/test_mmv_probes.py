@@ -2,7 +2,7 @@
 counts, stable rank and ||W||_2^2 against theory/alignment.py on the recorded weights, the A.5
 "changes" against an explicit numpy gradient, on every data layout (shared, per run, span basis
 dense and diagonal, one-dimensional) and both parametrisations; train.second_layer_rate against a
-numpy GD loop, 0 = layers "first" and 1 = default exactly; the default probes untouched."""
+numpy GD loop, 1 = default exactly; the default probes untouched."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from shallowflow.config import ConfigError, experiment_from_mapping
-from shallowflow.dynamics import EngineConfig, EngineOptions, SaveAt, simulate
+from shallowflow.dynamics import EngineConfig, EngineOptions, SaveAt, solve
 from shallowflow.dynamics.probes import DEFAULT_PROBES, PROBES
 from shallowflow.model.losses import Loss
 from shallowflow.model.network import Network
@@ -70,7 +70,7 @@ def _run(X, y, R: int = 2, p: int = 6, scale: float = 0.05, seed: int = 0, **kw)
     net = Network(scale * rng.normal(size=(R, p)), scale * rng.normal(size=(R, p, d)))
     engine = {k: v for k, v in kw.items() if k != "span"}
     cfg = EngineConfig(loss=Loss("logistic", "sum"), lr=LR, probes=(*MMV, "a", "W"), **engine)
-    return simulate(cfg, net, X, y, saveat=SaveAt(SCHEDULE),
+    return solve(cfg, net, X, y, saveat=SaveAt(SCHEDULE),
                     options=EngineOptions(span=kw.get("span", False))).records
 
 
@@ -117,7 +117,7 @@ def test_changes_agree_with_one_step_finite_differences():
     lr = 1e-6
     cfg = EngineConfig(loss=Loss("logistic", "sum"), lr=lr,
                        probes=("mmv_norm_change", "mmv_direction_change", "W"))
-    rec = simulate(cfg, net, X, y, saveat=SaveAt(np.array([0, 1]))).records
+    rec = solve(cfg, net, X, y, saveat=SaveAt(np.array([0, 1]))).records
     norms, directions = measures.changes_from_snapshots(rec["W"], np.array([0.0, lr]))
     np.testing.assert_allclose(rec["mmv_norm_change"][:, 0], norms[:, 0], rtol=1e-4)
     np.testing.assert_allclose(rec["mmv_direction_change"][:, 0], directions[:, 0], rtol=1e-4)
@@ -146,7 +146,7 @@ def test_second_layer_rate_against_a_numpy_gd_loop(parametrisation):
     for rate in {"plain": (0.25,), "lognorm": (3.0,)}[parametrisation]:
         cfg = EngineConfig(lr=0.05, second_layer_rate=rate, parametrisation=parametrisation,
                            probes=("loss",))
-        res = simulate(cfg, Network(a0, W0), X, y, saveat=SaveAt(np.array([0, steps])))
+        res = solve(cfg, Network(a0, W0), X, y, saveat=SaveAt(np.array([0, steps])))
         for r in range(2):
             a, W = _numpy_gd(a0[r], W0[r], X, y, 0.05, rate, steps)
             np.testing.assert_allclose(res.final.a[r], a, rtol=1e-10, atol=1e-12)
@@ -163,16 +163,16 @@ def _spec(**train) -> dict:
 PROBED = ("mmv_cos_plus", "mmv_cone_counts")
 
 
-def test_rate_zero_is_first_layer_only_and_rate_one_is_default_exactly():
-    zero, first, one, default = train(
+def test_rate_zero_freezes_the_second_layer_and_rate_one_is_default_exactly():
+    zero, one, default = train(
         [experiment_from_mapping(_spec(**t)) for t in
-         ({"second_layer_rate": 0.0}, {"layers": "first"}, {"second_layer_rate": 1.0}, {})],
+         ({"second_layer_rate": 0.0}, {"second_layer_rate": 1.0}, {})],
         show_progress=False)
-    for x, ref in ((zero, first), (one, default)):
-        for name in ("a_final", "W_final", *DEFAULT_PROBES, *PROBED):
-            np.testing.assert_array_equal(x[name].values, ref[name].values)
+    for name in ("a_final", "W_final", *DEFAULT_PROBES, *PROBED):
+        np.testing.assert_array_equal(one[name].values, default[name].values)
     assert not np.array_equal(zero.a_final.values, default.a_final.values)
-    assert [ds.attrs["second_layer_rate"] for ds in (zero, first, one)] == [0, 0, 1]
+    assert not engine_config(experiment_from_mapping(_spec(second_layer_rate=0.0))).train_second_layer
+    assert [ds.attrs["second_layer_rate"] for ds in (zero, one)] == [0, 1]
     half = engine_config(experiment_from_mapping(_spec(second_layer_rate=0.5)))
     assert half.layer_rate == 0.5 and half.train_second_layer
     assert zero.mmv_cone_counts.cone.values.tolist() == list(al.CONE_NAMES)
@@ -185,7 +185,7 @@ def test_rate_zero_is_first_layer_only_and_rate_one_is_default_exactly():
 
 @pytest.mark.parametrize("train_, message", [
     ({"second_layer_rate": -1.0}, "second_layer_rate"),
-    ({"second_layer_rate": 0.5, "layers": "first"}, "second_layer_rate: layers = 'first'"),
+    ({"layers": "first"}, r"train\.layers: removed; use train\.second_layer_rate = 0"),
     ({"second_layer_rate": 0.5, "balance": "tied"}, "second_layer_rate: balance 'tied'"),
 ])
 def test_bad_second_layer_rate_is_refused_naming_the_field(train_, message):

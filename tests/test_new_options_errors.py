@@ -42,9 +42,9 @@ def config(tmp_path):
     ("train.reduce=\"on\"", ["train.reduce", "train.span"]),
     ("train.span=\"maybe\"", ["train.span"]),
     ("train.parametrisation=\"polar\"", ["train.parametrisation"]),
-    ("train.certify_precision=2", ["certify_precision", "float32", "float64"]),
-    ("train.certify_precision=-1", ["certify_precision"]),
-    ("train.certify_precision_tol=0.01", ["certify_precision_tol"]),
+    ("train.precision_certificate=2", ["precision_certificate", "float32", "float64"]),
+    ("train.precision_certificate=-1", ["precision_certificate"]),
+    ("train.precision_certificate_tol=0.01", ["precision_certificate_tol"]),
 ])
 def test_run_refuses_bad_new_fields(tmp_path, config, override, fragments):
     out = tmp_path / "out"

@@ -13,7 +13,7 @@ import pytest
 
 from shallowflow import enable_full_precision
 from shallowflow.data import three_point
-from shallowflow.dynamics import EngineConfig, EngineOptions, SaveAt, StopWhen, record_schedule, simulate
+from shallowflow.dynamics import EngineConfig, EngineOptions, SaveAt, StopWhen, record_schedule, solve
 from shallowflow.dynamics.gradient import batch_loss_and_gradient
 from shallowflow.model import initialisation as init
 from shallowflow.model import onedim
@@ -285,7 +285,7 @@ def _rel(u, v):
 
 
 def _both(cfg: EngineConfig, *args, **kw):
-    return [simulate(EngineConfig(**{**cfg.__dict__, "onedim": flag}), *args, **kw)
+    return [solve(EngineConfig(**{**cfg.__dict__, "onedim": flag}), *args, **kw)
             for flag in (False, True)]
 
 
@@ -321,11 +321,11 @@ def test_engine_options_per_run_lognorm_first_layer_stop():
         out = cfg.kappa * np.maximum(X[1] @ W1.T, 0) @ a1
         stop = np.array([0.0, 0.99 * np.mean((out - y[1]) ** 2) / 2, 0.0])  # run 1 stops early
         # run 2 of the log-norm case starts at lambda = e^-300
-        log_scale = np.array([0.0, 0.0, -300.0]) if "parametrisation" in kw else None
+        log_lambda = np.array([0.0, 0.0, -300.0]) if "parametrisation" in kw else None
         dense, one = _both(cfg, net, X, y, saveat=SaveAt(record_schedule(1000, every=500)),
-                           stop=StopWhen(loss=stop), log_scale=log_scale)
+                           stop=StopWhen(loss=stop), log_lambda=log_lambda)
         assert _rel(dense.final.a, one.final.a) < 1e-12 and _rel(dense.final.W, one.final.W) < 1e-12
-        if log_scale is not None:
+        if log_lambda is not None:
             assert _rel(dense.log_final["log_norm"], one.log_final["log_norm"]) < 1e-12
             assert _rel(dense.log_final["log_abs_a"], one.log_final["log_abs_a"]) < 1e-12
         assert _rel(dense.records["loss"], one.records["loss"]) < 1e-12
@@ -380,14 +380,14 @@ def test_refusals():
     cfg = EngineConfig(onedim=True)
     sched = record_schedule(2, every=1)
     with pytest.raises(ValueError, match=r"onedim.*span"):
-        simulate(cfg, net, X, y, saveat=SaveAt(sched), options=EngineOptions(span=True))
+        solve(cfg, net, X, y, saveat=SaveAt(sched), options=EngineOptions(span=True))
     with pytest.raises(ValueError, match=r"onedim.*bias"):
-        simulate(cfg, net, X * 2.0, y, saveat=SaveAt(sched))
+        solve(cfg, net, X * 2.0, y, saveat=SaveAt(sched))
     with pytest.raises(ValueError, match=r"onedim.*shape"):
-        simulate(cfg, Network(net.a, jnp.concatenate([net.W, net.W[..., :1]], -1)),
+        solve(cfg, Network(net.a, jnp.concatenate([net.W, net.W[..., :1]], -1)),
                  np.concatenate([X, X[:, :1]], 1), y, saveat=SaveAt(sched))
     with pytest.raises(ValueError, match="onedim"):
-        simulate(EngineConfig(), net, OneDimInputs.of(X), y, saveat=SaveAt(sched))
+        solve(EngineConfig(), net, OneDimInputs.of(X), y, saveat=SaveAt(sched))
 
 
 def test_pays():
@@ -414,7 +414,7 @@ def test_rebatching_per_run_data(monkeypatch):
                   jnp.asarray(rng.standard_normal((R, p, 2)) * 0.3))
     cfg = EngineConfig(loss=Loss("square"), lr=0.05, onedim=True, probes=("loss", "a"))
     sched = record_schedule(400, every=20)
-    free = simulate(cfg, net, X, y, saveat=SaveAt(sched)).records["loss"]
+    free = solve(cfg, net, X, y, saveat=SaveAt(sched)).records["loss"]
     stop = np.array([free[0, 3], free[1, 5], free[2, 7], -np.inf, -np.inf]) * (1 + 1e-9)
     original, sizes = rebatch.compaction, []
 
@@ -424,10 +424,10 @@ def test_rebatching_per_run_data(monkeypatch):
         return keep
 
     monkeypatch.setattr(rebatch, "compaction", counting)
-    with_rb = simulate(cfg, net, X, y, saveat=SaveAt(sched), stop=StopWhen(loss=stop),
+    with_rb = solve(cfg, net, X, y, saveat=SaveAt(sched), stop=StopWhen(loss=stop),
                        options=EngineOptions(records_per_call=2))
     assert sizes and sizes[-1] < R  # the batch was compacted
-    without = simulate(cfg, net, X, y, saveat=SaveAt(sched), stop=StopWhen(loss=stop),
+    without = solve(cfg, net, X, y, saveat=SaveAt(sched), stop=StopWhen(loss=stop),
                        options=EngineOptions(records_per_call=2, rebatch=False))
     assert with_rb.status["stopped"][:3].all()
     for k in with_rb.records:

@@ -22,7 +22,7 @@ def with_train(**train) -> dict:
 
 
 def test_distances_are_those_of_an_independent_float64_run():
-    f32 = simulate(experiment_from_mapping(with_train(dtype="float32", certify_precision=2)))
+    f32 = simulate(experiment_from_mapping(with_train(dtype="float32", precision_certificate=2)))
     f64 = simulate(experiment_from_mapping(SPEC))  # the same runs, trained in float64
     assert f32["loss"].dtype == np.float32 and f64["loss"].dtype == np.float64
     probes = [name for name in CERTIFIED_PROBES if name in f64]
@@ -42,7 +42,7 @@ def test_distances_are_those_of_an_independent_float64_run():
 
 
 def test_every_batch_reruns_its_first_runs_and_the_verdict_reads_them_all():
-    exp = experiment_from_mapping(with_train(dtype="float32", certify_precision=1))
+    exp = experiment_from_mapping(with_train(dtype="float32", precision_certificate=1))
     from shallowflow.training.entry import train
 
     ds = train(exp, max_batch=2, show_progress=False)[0]  # two batches of 2 runs
@@ -55,12 +55,12 @@ def test_every_batch_reruns_its_first_runs_and_the_verdict_reads_them_all():
 
 
 def test_float64_runs_cannot_ask_for_it():
-    with pytest.raises(ValueError, match="certify_precision"):
-        experiment_from_mapping(with_train(certify_precision=1))
+    with pytest.raises(ValueError, match="precision_certificate"):
+        experiment_from_mapping(with_train(precision_certificate=1))
 
 
 def test_a_reproduction_in_certified_float32_says_so_and_agrees_with_float64(tmp_path):
-    """reproduce --dtype float32 --certify-precision 1: every batch in float32, its first run
+    """reproduce --dtype float32 --precision-certificate 1: every batch in float32, its first run
     again in float64; the report and params.json state the precision and the verdict, and the
     claims come out as in float64."""
     import json
@@ -84,9 +84,12 @@ def test_a_reproduction_in_certified_float32_says_so_and_agrees_with_float64(tmp
 
 @pytest.mark.parametrize(("args", "fragment"), [
     (["--dtype", "float16"], "--dtype"),
-    (["--certify-precision", "2"], "--certify-precision"),
-    (["--dtype", "float32", "--certify-precision", "-1"], "--certify-precision"),
-    (["--dtype", "float32", "--certify-precision-tol", "0.1"], "--certify-precision-tol"),
+    (["--precision-certificate", "2"], "--precision-certificate"),
+    (["--dtype", "float32", "--precision-certificate", "-1"], "--precision-certificate"),
+    (["--dtype", "float32", "--precision-certificate-tol", "0.1"], "--precision-certificate-tol"),
+    # the old spellings name the same options
+    (["--certify-precision", "2"], "--precision-certificate"),
+    (["--dtype", "float32", "--certify-precision-tol", "0.1"], "--precision-certificate-tol"),
 ])
 def test_reproduce_refuses_bad_precision_options(tmp_path, args, fragment):
     from typer.testing import CliRunner
@@ -108,8 +111,8 @@ def test_run_prints_the_precision_verdict(tmp_path):
     cfg = tmp_path / "f32.toml"
     cfg.write_text('name = "f32"\nruns = 3\n[data]\nkind = "sphere"\nn = 8\nd = 3\n'
                    '[model]\nwidth = 4\n[init]\nscheme = "gaussian"\nscale = 0.5\n'
-                   '[train]\nlr = 0.05\nsteps = 50\ndtype = "float32"\ncertify_precision = 2\n'
-                   'certify_precision_tol = 0.01\n')
+                   '[train]\nlr = 0.05\nsteps = 50\ndtype = "float32"\nprecision_certificate = 2\n'
+                   'precision_certificate_tol = 0.01\n')
     result = CliRunner().invoke(app, ["run", str(cfg), "--out", str(tmp_path / "r")])
     assert result.exit_code == 0, result.output
     line = next(ln for ln in result.output.splitlines() if "precision certificate" in ln)
@@ -121,7 +124,7 @@ def test_a_batch_of_several_experiments_reruns_each_run_as_its_own():
     its own experiment (another seed's run would be far from it)."""
     from shallowflow.training.entry import train
 
-    exps = [experiment_from_mapping({**with_train(dtype="float32", certify_precision=2),
+    exps = [experiment_from_mapping({**with_train(dtype="float32", precision_certificate=2),
                                      "seed": seed, "runs": 1}) for seed in (3, 4)]
     a, b = train(exps, show_progress=False)
     assert a.precision_rel.values[0] < 1e-4 and b.precision_rel.values[0] < 1e-4
@@ -135,7 +138,7 @@ def test_the_rerun_reuses_the_batch_s_own_draws(per_run):
     from shallowflow.training.batches import RunRef, prepare_batch
 
     data = {**SPEC["data"], "per_run": per_run}
-    exp32 = experiment_from_mapping({**with_train(dtype="float32", certify_precision=2),
+    exp32 = experiment_from_mapping({**with_train(dtype="float32", precision_certificate=2),
                                      "data": data})
     exp64 = experiment_from_mapping({**SPEC, "data": data})
     batch = prepare_batch([RunRef(exp32, r) for r in range(4)])
@@ -163,7 +166,7 @@ def test_a_certified_batch_draws_once(monkeypatch):
     calls = []
     draw = experiment._draw
     monkeypatch.setattr(experiment, "_draw", lambda *a: calls.append(1) or draw(*a))
-    ds = simulate(experiment_from_mapping(with_train(dtype="float32", certify_precision=2)))
+    ds = simulate(experiment_from_mapping(with_train(dtype="float32", precision_certificate=2)))
     assert np.isfinite(ds.precision_rel.values[:2]).all()
     assert len(calls) == 1
 
@@ -187,7 +190,7 @@ def test_the_float64_rerun_trains_beside_the_batch(monkeypatch):
         return out
 
     monkeypatch.setattr(experiment, "_run_engine", timed)
-    ds = simulate(experiment_from_mapping(with_train(dtype="float32", certify_precision=2)))
+    ds = simulate(experiment_from_mapping(with_train(dtype="float32", precision_certificate=2)))
     (main,) = [s for s in spans if s[0] == "float32"]
     (rerun,) = [s for s in spans if s[0] == "float64"]
     assert rerun[1] != main[1] and rerun[1].startswith("shallowflow-certificate")
@@ -229,10 +232,10 @@ def test_a_failing_batch_stops_the_rerun_beside_it(monkeypatch):
             raise
 
     monkeypatch.setattr(experiment, "_run_engine", engine)
-    exp = experiment_from_mapping({**with_train(dtype="float32", certify_precision=1),
+    exp = experiment_from_mapping({**with_train(dtype="float32", precision_certificate=1),
                                    "record": {"points": 400, "probes": ["loss"]},
                                    "train": {**SPEC["train"], "steps": 20000,
-                                             "dtype": "float32", "certify_precision": 1}})
+                                             "dtype": "float32", "precision_certificate": 1}})
     batch = experiment.prepare_batch([experiment.RunRef(exp, r) for r in range(2)])
     with pytest.raises(RuntimeError, match="the batch failed"):
         experiment.run_batch(batch)
@@ -290,7 +293,7 @@ def test_a_caller_that_stops_stops_the_certificate_reruns():
             raise Halt
 
     exp = experiment_from_mapping({**SPEC, "train": {**SPEC["train"], "steps": 20000,
-                                                     "certify": 2}})
+                                                     "step_certificate": 2}})
     batch = experiment.prepare_batch([experiment.RunRef(exp, r) for r in range(2)])
     with pytest.raises(Halt):
         experiment.run_batch(batch, progress)

@@ -14,7 +14,7 @@ from shallowflow.dynamics import (
     StopWhen,
     rebatch,
     record_schedule,
-    simulate,
+    solve,
 )
 from shallowflow.model.initialisation import dpb
 from shallowflow.model.network import Network
@@ -53,7 +53,7 @@ def test_rebatching_changes_nothing(layout, monkeypatch):
     sched = record_schedule(600, every=10)
     span = layout.startswith("diagonal")
     # thresholds crossed at spread-out times (from a free run): runs freeze at many segments
-    free = simulate(cfg, net0, X, y, saveat=SaveAt(sched), options=EngineOptions(span=span)).records["loss"]
+    free = solve(cfg, net0, X, y, saveat=SaveAt(sched), options=EngineOptions(span=span)).records["loss"]
     at = np.linspace(3, len(sched) - 3, R - 2).astype(int)
     stop = np.array([free[r, k] * (1 + 1e-9) for r, k in enumerate(at)] + [-np.inf, -np.inf])
     sizes = []
@@ -65,9 +65,9 @@ def test_rebatching_changes_nothing(layout, monkeypatch):
         return keep
 
     monkeypatch.setattr(rebatch, "compaction", counting)
-    with_rb = simulate(cfg, net0, X, y, saveat=SaveAt(sched), stop=StopWhen(loss=stop),
+    with_rb = solve(cfg, net0, X, y, saveat=SaveAt(sched), stop=StopWhen(loss=stop),
                        options=EngineOptions(span=span, records_per_call=4))
-    without = simulate(cfg, net0, X, y, saveat=SaveAt(sched), stop=StopWhen(loss=stop),
+    without = solve(cfg, net0, X, y, saveat=SaveAt(sched), stop=StopWhen(loss=stop),
                        options=EngineOptions(span=span, records_per_call=4, rebatch=False))
     assert len(sizes) >= 1 and sizes[-1] < R, sizes  # the batch was compacted
     compare(with_rb, without)
@@ -83,8 +83,8 @@ def test_rebatching_keeps_diverged_runs_frozen():
     net0 = Network(a, net0.W)
     cfg = EngineConfig(lr=0.1, probes=("loss",))
     sched = record_schedule(300, every=5)
-    out = simulate(cfg, net0, X, y, saveat=SaveAt(sched), options=EngineOptions(records_per_call=2))
-    ref = simulate(cfg, net0, X, y, saveat=SaveAt(sched),
+    out = solve(cfg, net0, X, y, saveat=SaveAt(sched), options=EngineOptions(records_per_call=2))
+    ref = solve(cfg, net0, X, y, saveat=SaveAt(sched),
                    options=EngineOptions(records_per_call=2, rebatch=False))
     assert out.status["diverged"][:4].all() and not out.status["diverged"][4:].any()
     assert np.isfinite(out.final.W).all()

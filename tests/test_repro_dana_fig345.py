@@ -102,7 +102,7 @@ def test_unknown_reproduction_leaves_no_folder(tmp_path):
 
 
 def test_thresholds_side_by_side_equal_one_by_one():
-    """find_thresholds searches several (d, p) points side by side, each a protocol whose steps
+    """find_thresholds searches several (d, p) points side by side, each a chain whose steps
     go to the executor as soon as they are known: each point's grid is exactly what
     find_threshold gives it alone, and while the first point's coarse search runs, the other
     points' steps are already out (no round waits for the slowest point)."""

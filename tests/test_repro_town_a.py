@@ -101,7 +101,7 @@ def test_town_fig3(runs):
     t = ds.time_accelerated.values[r]
     sel = (t > 0.3 * tau1) & (t < 0.8 * tau1)
     assert sel.sum() > 20
-    e = ds.log_norm.values[r][sel] / -float(ds.log_scale[r])
+    e = ds.log_norm.values[r][sel] / -float(ds.log_lambda[r])
     for j in np.flatnonzero(beta > 0):
         slope = np.polyfit(t[sel], e[:, j], 1)[0]
         assert slope == pytest.approx(beta[j], rel=0.02), j

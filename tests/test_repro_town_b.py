@@ -20,7 +20,7 @@ def check_outputs(out: Path, ids: set[str]) -> None:
     claims, report = check_reproduction_folder(out, ids)
     for c in claims.values():
         assert c["interval"] is None or len(c["interval"]) == 2
-    assert "## Cost" in report and "## Protocol" in report
+    assert "## Cost" in report and "## Method" in report
 
 
 def min_norm_numpy(y: np.ndarray) -> float:

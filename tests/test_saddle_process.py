@@ -303,19 +303,19 @@ def check_convergence(p, runs, label):
 
 
 def test_gradient_descent_converges_to_the_hand_vector_process():
-    from shallowflow.dynamics import EngineConfig, EngineOptions, SaveAt, record_schedule, simulate
+    from shallowflow.dynamics import EngineConfig, EngineOptions, SaveAt, record_schedule, solve
     from shallowflow.model.network import Network
 
     p = limit_process(HAND_X, HAND_Y, HAND_S, HAND_DIR, c_L=0.25)
-    log_scale = np.log(np.array(LAMBDAS))
-    steps = int(1.2 * p.tau[-1] * -log_scale.min() / GD_LR)
+    log_lambda = np.log(np.array(LAMBDAS))
+    steps = int(1.2 * p.tau[-1] * -log_lambda.min() / GD_LR)
     sched = record_schedule(steps, every=200)
     net = Network(np.tile(HAND_S, (3, 1)), np.tile(HAND_DIR, (3, 1, 1)))
     cfg = EngineConfig(lr=GD_LR, parametrisation="lognorm", tied_balance=True, activity_mask=True,
                        probes=("loss",))
-    r = simulate(cfg, net, HAND_X, HAND_Y, saveat=SaveAt(sched), options=EngineOptions(span=True),
-                 log_scale=log_scale)
-    runs = [(lam, r.records["loss"][i], sched * GD_LR / -log_scale[i], r.final.W[i], r.final.a[i])
+    r = solve(cfg, net, HAND_X, HAND_Y, saveat=SaveAt(sched), options=EngineOptions(span=True),
+                 log_lambda=log_lambda)
+    runs = [(lam, r.records["loss"][i], sched * GD_LR / -log_lambda[i], r.final.W[i], r.final.a[i])
             for i, lam in enumerate(LAMBDAS)]
     check_convergence(p, runs, "hand vector")
 

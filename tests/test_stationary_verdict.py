@@ -13,7 +13,7 @@ from shallowflow.model.activations import Activation
 from shallowflow.model.network import Network
 from shallowflow.stationary.derivatives import problem
 from shallowflow.stationary.polish import polish
-from shallowflow.stationary.verdict import Tolerances, certify_dataset, certify_point
+from shallowflow.stationary.verdict import Tolerances, end_state, end_states
 
 
 def np_loss(a, W, X, y, kappa=1.0, c=None):
@@ -41,7 +41,7 @@ def test_one_neuron_fitting_one_point_is_a_global_minimum():
     a = np.array([np.sqrt(2.0)])
     W = np.array([[0.6, 0.8]]) * np.sqrt(2.0)  # a <w, x> = 2
     assert np_loss(a, W, x, y) <= 1e-30
-    v = certify_point(Network(a, W), problem(x, y))
+    v = end_state(Network(a, W), problem(x, y))
     assert v.label == "global minimum"
     assert v.grad_norm <= 1e-14 and v.zero_neurons == 0 and v.dead_neurons == 0
 
@@ -58,14 +58,14 @@ def test_loss_at_the_floor_is_a_global_minimum_whatever_the_gradient():
         assert loss == pytest.approx(eps**2 / 2, rel=1e-6)
         grad_a = (2 + eps - 2.0) * np.sqrt(2.0)  # dL/da = r <w, x>, <w, x> = sqrt 2
         assert grad_a > Tolerances().grad
-        assert certify_point(Network(a, W), problem(x, y)).label == label
+        assert end_state(Network(a, W), problem(x, y)).label == label
 
 
 def test_zero_network_on_positive_labels_is_a_saddle_escaping_along_the_data():
     x = np.array([[3.0, 4.0, 0.0]])  # d = 3: the searched case
     for X in (x, x[:, :2]):  # and d = 2: the exact case
         y = np.array([1.5])
-        v = certify_point(Network(np.zeros(2), np.zeros((2, X.shape[1]))), problem(X, y))
+        v = end_state(Network(np.zeros(2), np.zeros((2, X.shape[1]))), problem(X, y))
         assert v.label == "saddle" and v.zero_neurons == 2 and v.escape is not None
         e = v.escape
         assert e.order == 2 and e.sign_b == 1.0
@@ -93,7 +93,7 @@ def _strict_local_min():
 def test_constructed_strict_local_minimum():
     a, W, X, y = _strict_local_min()
     assert np.allclose(np.maximum(X @ W[0], 0) * a[0], [2.0, 0.5, 0.0])
-    v = certify_point(Network(a, W), problem(X, y))
+    v = end_state(Network(a, W), problem(X, y))
     assert v.label == "strict local minimum", v.reason
     assert v.local_minimum and v.symmetry_modes == 1 and v.smooth_params == 3
     assert v.eig_min > 0 and v.escape is None
@@ -119,7 +119,7 @@ def test_bf_ols_point_with_a_zero_neuron_is_a_saddle():
     a = np.array([s, 0.0, 0.0])  # one positive neuron = beta, two zero neurons
     W = np.stack([beta / s, np.zeros(2), np.zeros(2)])
     prob = problem(X, y, "mse")
-    v = certify_point(Network(a, W), prob)
+    v = end_state(Network(a, W), prob)
     np.testing.assert_allclose(v.loss, 0.175043, atol=1e-6)  # §2.4's spurious limit loss
     assert v.label == "saddle" and v.zero_neurons == 2 and v.escape.order == 2, v.reason
     assert v.escape_exact  # d = 2: exact circle search
@@ -138,7 +138,7 @@ def test_bf_ols_point_with_only_dominated_neurons_is_a_local_minimum():
     X, y, beta = _bf_ols()
     prob = problem(X, y, "mse")
     s = np.sqrt(np.linalg.norm(beta))
-    one = certify_point(Network(np.array([1.5 * s]), (beta / (1.5 * s))[None, :]), prob)
+    one = end_state(Network(np.array([1.5 * s]), (beta / (1.5 * s))[None, :]), prob)
     assert one.label == "strict local minimum" and one.local_minimum, one.reason
     # three aligned neurons with |a_j| > ||w_j|| and sum a_j w_j = beta: a local minimum, not
     # strict (the split between aligned neurons is free): degenerate with the local-minimum test
@@ -147,7 +147,7 @@ def test_bf_ols_point_with_only_dominated_neurons_is_a_local_minimum():
     W = (shares * np.linalg.norm(beta) / a)[:, None] * (beta / np.linalg.norm(beta))[None, :]
     assert np.all(np.abs(a) > np.linalg.norm(W, axis=1))
     np.testing.assert_allclose(a @ W, beta)
-    many = certify_point(Network(a, W), prob)
+    many = end_state(Network(a, W), prob)
     assert many.label == "degenerate" and many.local_minimum, many.reason
     assert _perturbations_increase(a, W, X, y, c=1 / 3) >= -1e-15
 
@@ -157,7 +157,7 @@ def test_smooth_saddle_found_by_negative_curvature():
     X = np.eye(2)
     y = np.array([1.0, -1.0])
     a, W = np.array([0.0]), np.array([[1.0, 1.0]]) / np.sqrt(2)
-    v = certify_point(Network(a, W), problem(X, y))
+    v = end_state(Network(a, W), problem(X, y))
     assert v.label == "saddle" and v.negative_curvature, v.reason
     assert not v.local_minimum
     # closed form: H on (a, w) = [[|w|^2... ]]; check the direction instead: loss falls along it
@@ -172,16 +172,16 @@ def test_not_stationary_and_dead_neurons():
     a, W, X, y = _strict_local_min()
     a2 = np.array([1.0, 2.0])
     W2 = np.vstack([W, [[0.0, -1.0]]])  # a dead neuron: <w, x> = -1 on every point
-    v = certify_point(Network(a2, W2), problem(X, y))
+    v = end_state(Network(a2, W2), problem(X, y))
     assert v.dead_neurons == 1 and v.local_minimum and v.label == "degenerate", v.reason
     # the dead neuron reaches w = 0 along a flat path of length ||w|| = 1; there, with residuals
     # (0, 0, -1) and g = r/3, G(u) = -(1/3) sigma(<u, (3, 1)>): escape -sqrt(10)/3
     np.testing.assert_allclose(v.dead_distance, 1.0)
     np.testing.assert_allclose(v.dead_escape, -np.sqrt(10) / 3, rtol=1e-10)
     # with a leaky ReLU no neuron is flat: the same neuron belongs to the smooth part
-    leaky = certify_point(Network(a2, W2), problem(X, y, activation=Activation(0.2)))
+    leaky = end_state(Network(a2, W2), problem(X, y, activation=Activation(0.2)))
     assert leaky.dead_neurons == 0 and leaky.smooth_neurons == 2
-    v = certify_point(Network(a * 1.01, W), problem(X, y))
+    v = end_state(Network(a * 1.01, W), problem(X, y))
     assert v.label == "not stationary" and v.grad_norm > 1e-3
 
 
@@ -202,7 +202,7 @@ def test_polish_returns_to_the_minimum_and_reports_the_distance():
         moved = np.sqrt(np.sum((end.a - start.a) ** 2) + np.sum((end.W - start.W) ** 2))
         np.testing.assert_allclose(pol.distance, moved, rtol=1e-12)
         assert 1e-5 < pol.distance <= np.sqrt(np.sum(da**2) + np.sum(dW**2)) * 3
-        assert certify_point(end, prob).label == "strict local minimum"
+        assert end_state(end, prob).label == "strict local minimum"
 
 
 def test_newton_polish_converges_to_a_saddle_too():
@@ -211,10 +211,10 @@ def test_newton_polish_converges_to_a_saddle_too():
     a, W = np.array([0.0]), np.array([[1.0, 1.0]]) / np.sqrt(2)
     pol = polish(Network(a + 1e-4, W + 1e-4), problem(X, y), "newton")
     assert pol.stop == "gradient tolerance"
-    assert certify_point(pol.network, problem(X, y)).label == "saddle"
+    assert end_state(pol.network, problem(X, y)).label == "saddle"
 
 
-def test_certify_dataset_on_a_results_layout():
+def test_end_states_on_a_results_layout():
     """A Dataset shaped like experiment.to_dataset (a_final, W_final, attrs) with X, y kept."""
     X, y, beta = _bf_ols()
     s = np.sqrt(np.linalg.norm(beta))
@@ -227,12 +227,12 @@ def test_certify_dataset_on_a_results_layout():
                      "X": (("sample", "dim"), X), "y": (("sample",), y)},
                     coords={"run": np.arange(3)},
                     attrs={"kappa": 1.0, "loss_name": "mse", "reduction": "mean"})
-    out = certify_dataset(ds)
+    out = end_states(ds)
     assert list(out["end_label"].values) == ["saddle", "not stationary", "saddle"]
     assert out["end_zero_neurons"].values.tolist() == [1, 1, 2]
     assert out["end_escape_direction"].shape == (3, 2)
     assert out.attrs["tolerance_grad"] == Tolerances().grad
-    polished = certify_dataset(ds, polish_method="newton")
+    polished = end_states(ds, polish_method="newton")
     assert list(polished["end_label"].values) == ["saddle", "saddle", "saddle"]
     assert polished["end_polish_stop"].values[1] == "gradient tolerance"
     assert 0 < polished["end_polish_distance"].values[1] < 1e-2
@@ -251,5 +251,5 @@ def test_newton_polish_through_minres_on_a_mid_size_network():
     pol = polish(start, prob, "newton", grad_tol=1e-11)
     assert pol.stop == "gradient tolerance" and pol.grad_norm_after <= 1e-11
     assert np_loss(pol.network.a, pol.network.W, X, y, kappa=1.0 / p) < 1e-20  # independent
-    v = certify_point(pol.network, prob)
+    v = end_state(pol.network, prob)
     assert v.label == "global minimum" and v.spectrum_method == "lanczos"

@@ -308,7 +308,7 @@ def test_netcdf_writes_do_not_need_the_scheduler(tmp_path, monkeypatch):
 
 
 def test_threshold_searches_on_dask_match_local():
-    """The dana-fig4 protocol (two threshold searches, each step sent to the cluster as soon as
+    """The dana-fig4 chains (two threshold searches, each step sent to the cluster as soon as
     it is known: the executor's batch list grows while it runs) on 2 worker processes gives
     the in-process grids bit for bit."""
     import xarray as xr

@@ -124,7 +124,7 @@ def test_batch_store_keeps_finished_batches_and_reads_them_back(tmp_path, monkey
 
 
 def _chain(seed: int, steps: int, widths: tuple[int, ...] = (4,)):
-    """A protocol whose next step depends on its results: each step trains one experiment per
+    """A chain whose next step depends on its results: each step trains one experiment per
     width, the next step's init scale is the last final loss (rounded), and it returns the
     final losses of every step."""
     scale, finals = 0.1, []
@@ -136,31 +136,31 @@ def _chain(seed: int, steps: int, widths: tuple[int, ...] = (4,)):
     return finals
 
 
-def _one_by_one(protocol, **options):
-    """A protocol run alone, each step a call of :func:`train` (an independent driver)."""
+def _one_by_one(chain, **options):
+    """A chain run alone, each step a call of :func:`train` (an independent driver)."""
     try:
-        exps = next(protocol)
+        exps = next(chain)
         while True:
-            exps = protocol.send(train(exps, show_progress=False, **options))
+            exps = chain.send(train(exps, show_progress=False, **options))
     except StopIteration as end:
         return end.value
 
 
-def test_protocols_run_side_by_side_as_they_would_alone(tmp_path, monkeypatch):
-    """train_protocols gives each protocol what it gets alone step by step through train; a
-    protocol's next step goes out as soon as its step is back (before the other protocols'
+def test_chains_run_side_by_side_as_they_would_alone(tmp_path, monkeypatch):
+    """train_chains gives each chain what it gets alone step by step through train; a
+    chain's next step goes out as soon as its step is back (before the other chains'
     batches have run); with a store a second call trains nothing and returns the same."""
     from shallowflow.training import entry as training
-    from shallowflow.training.entry import train_protocols
+    from shallowflow.training.entry import train_chains
 
     make = [lambda: _chain(0, 3), lambda: _chain(10, 1, (4, 5)), lambda: _chain(20, 2)]
     alone = [_one_by_one(m()) for m in make]
     ex = RecordingExecutor()
-    together = train_protocols([m() for m in make], show_progress=False, executor=ex,
+    together = train_chains([m() for m in make], show_progress=False, executor=ex,
                                store=tmp_path)
     assert together == alone
     # 4 first batches (widths 4 and 5 are two batches); after the first is back the first
-    # protocol's second step is out, so 5 are known when the second finishes
+    # chain's second step is out, so 5 are known when the second finishes
     assert ex.known[:2] == [4, 5]
     assert len(ex.known) == ex.known[-1] == 3 + 2 + 2  # every step's batches ran once
 
@@ -168,4 +168,4 @@ def test_protocols_run_side_by_side_as_they_would_alone(tmp_path, monkeypatch):
         raise AssertionError("a stored batch was trained again")
 
     monkeypatch.setattr(training, "train_batch", never)
-    assert train_protocols([m() for m in make], show_progress=False, store=tmp_path) == alone
+    assert train_chains([m() for m in make], show_progress=False, store=tmp_path) == alone

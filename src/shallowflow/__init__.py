@@ -10,7 +10,7 @@ stays cheap (it imports neither JAX's engine, matplotlib, Dask nor any reproduct
     a, b = sf.train([exp, exp.with_train(lr=0.05)])
     sf.run_experiment(exp, "runs/sphere")   # a run folder, written atomically
     ds = sf.load_run("runs/sphere")
-    end = sf.certify_end_states(ds)         # minimum, saddle or not stationary, per run
+    end = sf.end_states(ds)                 # minimum, saddle or not stationary, per run
     sf.reproduce("town-fig5", "runs/town-fig5")
 
 Everything else lives in the rooms (docs/architecture.md, "Rooms"): ``config``, ``model``,
@@ -42,7 +42,7 @@ _PUBLIC = {
     "simulate": "shallowflow.training.entry:simulate",
     "run_experiment": "shallowflow.runner:run_experiment",
     "load_run": "shallowflow.store:load_run",
-    "certify_end_states": "shallowflow.stationary.verdict:certify_dataset",
+    "end_states": "shallowflow.stationary.verdict:end_states",
     "end_table": "shallowflow.stationary.verdict:end_table",
     "certify_run": "shallowflow.runner:certify_run",
     "load_sweep": "shallowflow.sweep:load_sweep",

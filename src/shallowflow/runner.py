@@ -13,7 +13,7 @@ from shallowflow.config import Experiment, dump_toml, read_mapping
 from shallowflow.errors import UserError, shown
 from shallowflow.output import claim, claim_files
 from shallowflow.runtime.progress import Phases
-from shallowflow.stationary import certify_dataset, end_table
+from shallowflow.stationary import end_states, end_table
 from shallowflow.stationary.polish import PolishMethod
 from shallowflow.store import check_run_folder, load_run, provenance, write_netcdf, write_run
 from shallowflow.training.batch_store import kept_beside
@@ -87,8 +87,8 @@ def certify_run(folder: str | Path, polish: str = "none", at: str = "final",
             ds.attrs["leak"] = float(model.get("leak", 0.0))
         phases.done(f"{ds.sizes['run']} run(s) read from {folder}")
         with phases.counting("run(s) certified", ds.sizes["run"]) as step:
-            end = certify_dataset(ds, at=where, polish_method=None if polish == "none"
-                                  else polish, progress=lambda done, total: step())
+            end = end_states(ds, at=where, polish_method=None if polish == "none"
+                              else polish, progress=lambda done, total: step())
         for name in ("stop_reason", "end_step"):
             if name in ds:
                 end[name] = ds[name]
@@ -100,7 +100,7 @@ def certify_run(folder: str | Path, polish: str = "none", at: str = "final",
 
 
 def _record_index(ds: xr.Dataset, at: str, folder: Path, field: str) -> str | int:
-    """``at`` as :func:`~shallowflow.stationary.certify_dataset` takes it, checked against what
+    """``at`` as :func:`~shallowflow.stationary.end_states` takes it, checked against what
     the run folder recorded (a foreign results.nc, without the networks or the model's scale,
     is named as ``field``)."""
     snapshots = "a" in ds and "W" in ds

@@ -357,8 +357,8 @@ def _summarised(path: Path, files: list[Path]) -> pd.DataFrame | None:
 
 def summarise(out: str | Path) -> pd.DataFrame:
     """Rebuild ``summary.parquet``: one row per finished run, with its grid values, why it
-    stopped (``stop_reason``, ``end_step``), with ``train.certify_precision`` its distance to
-    float64 (``precision_rel``) and, with ``train.certify_end``, its end-state verdict
+    stopped (``stop_reason``, ``end_step``), with ``train.precision_certificate`` its distance to
+    float64 (``precision_rel``) and, with ``train.end_state``, its end-state verdict
     (``label``, ``grad_norm``, ``eig_min``, ...: :func:`shallowflow.stationary.end_table`).
 
     The rows of a batch come from its file, read with only the variables the table needs (one

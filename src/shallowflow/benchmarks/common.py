@@ -137,17 +137,17 @@ def best_time(fn: Callable[[], Any], repeats: int = 3, warmup: bool = True) -> t
 
 def time_simulate(cfg: Any, net0: Any, X: Any, y: Any, steps: int,
                   repeats: int) -> tuple[float, float, Any]:
-    """Time ``simulate`` for ``steps`` steps with records at 0 and ``steps`` only: (seconds of a
+    """Time ``solve`` for ``steps`` steps with records at 0 and ``steps`` only: (seconds of a
     first 1-step call on the same shapes, which compiles the loop; best wall time of ``repeats``
-    timed calls, which reuse it; the last result). ``simulate`` returns numpy arrays, so every
+    timed calls, which reuse it; the last result). ``solve`` returns numpy arrays, so every
     call is synchronised."""
-    from shallowflow.dynamics import SaveAt, record_schedule, simulate
+    from shallowflow.dynamics import SaveAt, record_schedule, solve
 
     t0 = time.perf_counter()
-    simulate(cfg, net0, X, y, saveat=SaveAt(record_schedule(1, every=1)))
+    solve(cfg, net0, X, y, saveat=SaveAt(record_schedule(1, every=1)))
     compile_s = time.perf_counter() - t0
     sched = record_schedule(steps, every=steps)
-    best, res = best_time(lambda: simulate(cfg, net0, X, y, saveat=SaveAt(sched)), repeats, warmup=False)
+    best, res = best_time(lambda: solve(cfg, net0, X, y, saveat=SaveAt(sched)), repeats, warmup=False)
     return compile_s, best, res
 
 

@@ -61,7 +61,7 @@ def setup(runs: int = RUNS) -> tuple[Any, Any, Any, Any]:
 
 def run_engine(cfg: Any, net0: Any, X: Any, y: Any, dtype: str, steps: int,
                repeats: int) -> dict[str, Any]:
-    """Best wall time of ``simulate`` over ``repeats`` calls, after a short call that compiles;
+    """Best wall time of ``solve`` over ``repeats`` calls, after a short call that compiles;
     GFLOP/s = 4 n d p runs steps / best time (runs: those of ``net0``)."""
     import jax
 

@@ -56,7 +56,7 @@ def problem(p: int = P) -> tuple[Any, Any, Any, Any]:
 
 
 def run_engine(cfg: Any, net0: Any, X: Any, y: Any, steps: int, repeats: int) -> dict[str, Any]:
-    """Best wall time of ``simulate`` over ``repeats`` calls, after a 1-step call that compiles
+    """Best wall time of ``solve`` over ``repeats`` calls, after a 1-step call that compiles
     (same shapes, so the timed calls reuse the compiled loop)."""
     first, best, res = time_simulate(cfg, net0, X, y, steps, repeats)
     return {
@@ -147,7 +147,7 @@ def table(r: dict[str, Any]) -> str:
         "",
         "| engine | wall time (s) | compile call (s) | final loss |",
         "|---|---:|---:|---:|",
-        f"| shallowflow simulate | {e['seconds']:.3f} | {e['seconds_compile_call']:.3f} "
+        f"| shallowflow solve | {e['seconds']:.3f} | {e['seconds_compile_call']:.3f} "
         f"| {e['loss_end']:.10g} |",
     ]
     if t is None:

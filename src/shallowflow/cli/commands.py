@@ -117,20 +117,22 @@ def run(
     """Train an experiment and write its run directory (config, provenance, results.nc, ...)."""
     with guard(lambda: _unfinished(out_dir)):
         from shallowflow.config import load_experiment
+        from shallowflow.model.run_attrs import RunAttrs
         from shallowflow.runner import run_experiment
 
         exp = load_experiment(config, set_ or [])
         _announce(estimate([(exp, exp.runs)]))
         ds = run_experiment(exp, out_dir, overwrite=overwrite, show_progress=not quiet,
                             force=force, resume=resume)
-    for note in filter(None, ds.attrs.get("notes", "").split("\n")):
+    attrs = RunAttrs.of(ds)
+    for note in filter(None, attrs.notes.split("\n")):
         console.print(f"[cyan]note:[/] {escape(note)}", highlight=False)
-    if "certificate" in ds.attrs:
-        out.print(ds.attrs["certificate"], highlight=False)
+    if attrs.step_certificate is not None:
+        out.print(attrs.step_certificate, highlight=False)
     if "precision_rel" in ds:
         from shallowflow.training.certificates import precision_verdict
 
-        out.print(precision_verdict(ds["precision_rel"].values, exp.train.certify_precision_tol),
+        out.print(precision_verdict(ds["precision_rel"].values, exp.train.precision_certificate_tol),
                   highlight=False)
     loss = ds["loss"].values
     out.print(
@@ -246,16 +248,18 @@ def reproduce(
     resume: ResumeOption = False,
     dtype: Annotated[str, typer.Option(
         help="float64 (default) or float32 for every run")] = "float64",
-    certify_precision: Annotated[int, typer.Option(
+    precision_certificate: Annotated[int, typer.Option(
+        "--precision-certificate", "--certify-precision",
         help="with --dtype float32: rerun this many runs of every batch in float64 and report "
              "their distance")] = 0,
-    certify_precision_tol: Annotated[Optional[float], typer.Option(  # noqa: UP045
+    precision_certificate_tol: Annotated[Optional[float], typer.Option(  # noqa: UP045
+        "--precision-certificate-tol", "--certify-precision-tol",
         help="the relative distance the float32 runs must stay within (PASS/FAIL)")] = None,
 ) -> None:
     """Run a paper experiment: figures, claims.json (verdict per claim) and report.md; with
     --from, re-judge and redraw a saved one in seconds. With --executor dask, the independent
     batches of each training call (grid points, seeds, initialisations) run on Dask workers.
-    With --dtype float32 --certify-precision K, every batch runs in float32 and its first K runs
+    With --dtype float32 --precision-certificate K, every batch runs in float32 and its first K runs
     again in float64: the report states the precision and the largest distance."""
     finished: list[str] = []
     names: list[str] = [name]
@@ -272,10 +276,10 @@ def reproduce(
         from shallowflow.runtime.executors import make_executor
         from shallowflow.training.certificates import Precision
 
-        precision = Precision(dtype, certify_precision, certify_precision_tol)  # type: ignore[arg-type]
+        precision = Precision(dtype, precision_certificate, precision_certificate_tol)  # type: ignore[arg-type]
         if from_ is not None and (name == "all" or set_ or not precision.default):
             raise ValueError("--from: re-judges one saved reproduction as it was run; give one "
-                             "NAME and no --set, --dtype or --certify-precision")
+                             "NAME and no --set, --dtype or --precision-certificate")
         names[:] = list(catalogue()) if name == "all" else [lookup(name).name]
         runner = make_executor(executor, address, workers)  # refused before any work if unknown
         if from_ is None:

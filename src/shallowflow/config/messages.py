@@ -12,7 +12,13 @@ from shallowflow.config.data_kinds import DATA_KINDS
 from shallowflow.config.init_schemes import INIT_SCHEMES
 from shallowflow.errors import SHOWN, shown
 
-RENAMED = {"train.engine": "train.parametrisation", "train.reduce": "train.span"}
+RENAMED = {
+    "train.engine": "train.parametrisation", "train.reduce": "train.span",
+    "train.certify": "train.step_certificate", "train.certify_tol": "train.step_certificate_tol",
+    "train.certify_precision": "train.precision_certificate",
+    "train.certify_precision_tol": "train.precision_certificate_tol",
+    "train.certify_end": "train.end_state",
+}
 """Old keys and their new names: an old key is refused with a message naming the new one."""
 
 _UNION_MEMBER = re.compile(r"^(float|int|str|bool|none|[a-z-]+\[.*\])$")

@@ -87,7 +87,9 @@ class Experiment(StrictModel):
 
     @property
     def log_lambda(self) -> float | None:
-        """log of the effective initial scale, for schemes homogeneous in it (else None)."""
+        """log lambda, the effective initial scale, for schemes homogeneous in it (else None):
+        ``init.log_scale`` (or log ``init.scale``) - 1/2 log p with ``init.width_scaling``; the
+        results' coordinate ``log_lambda``."""
         return self.init.log_lambda(self.model.width) if isinstance(self.init, _Scaled) else None
 
     def with_train(self, **fields: Any) -> Experiment:

@@ -22,10 +22,10 @@ class TrainSpec(StrictModel):
     time_scale: float | Literal["width"] = Field(1.0, description="T: a number or 'width' (T = p)")
     optimizer: Literal["gd", "sgd"] = "gd"
     batch_size: int | None = Field(None, gt=0)
-    layers: Literal["both", "first"] = "both"
     second_layer_rate: float = Field(
         1.0, ge=0, description="the second layer's learning rate over the first's, r: "
-        "da/dt = -T r grad_a L (1: plain GD, 0: frozen like layers = 'first'; docs/math.md §4.5)")
+        "da/dt = -T r grad_a L (1: plain GD, 0: the second layer frozen, the first trained "
+        "alone; docs/math.md §4.5)")
     stop_loss: float | None = Field(None, ge=0, description="freeze a run once L < stop_loss")
     stop_grad: float | None = Field(
         None, gt=0, description="end a run once ||grad L||_2 < stop_grad (tested at record points)")
@@ -48,19 +48,26 @@ class TrainSpec(StrictModel):
         "auto", description="persistent activity mask (auto: on for orthogonal data)")
     span: Literal["auto", "on", "off"] = Field(
         "auto", description="train in the span of the data (auto: when n < d or rows are orthogonal)")
-    certify: int = Field(0, ge=0, le=2, description="rerun at lr/2 (1) and lr/4 (2)")
-    certify_tol: float | None = Field(None, gt=0, description="required relative certificate")
-    certify_precision: int = Field(
+    step_certificate: int = Field(0, ge=0, le=2, description="rerun at lr/2 (1) and lr/4 (2)")
+    step_certificate_tol: float | None = Field(None, gt=0, description="required relative step certificate")
+    precision_certificate: int = Field(
         0, ge=0, description="float32 runs: rerun this many runs of each batch (its first ones) "
         "in float64 and record their distance (docs/math.md §8.13)")
-    certify_precision_tol: float | None = Field(
+    precision_certificate_tol: float | None = Field(
         None, gt=0, description="required relative precision certificate")
     polish: Literal["none", "newton", "bfgs", "lbfgs"] = Field(
         "none", description="polish each end point to the nearest stationary point "
         "(docs/math.md §9.5); the polished network and the distance moved are recorded")
-    certify_end: bool = Field(
+    end_state: bool = Field(
         False, description="certify each end state (minimum, saddle, not stationary; "
         "docs/math.md §9.6), of the polished point when train.polish is set")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _removed(cls, data: object) -> object:
+        if isinstance(data, dict) and "layers" in data:
+            raise ValueError(REMOVED_LAYERS)
+        return data
 
     @model_validator(mode="after")
     def _consistent(self) -> TrainSpec:
@@ -82,18 +89,15 @@ class TrainSpec(StrictModel):
             raise ValueError("activity_mask: 'on' needs full-batch GD, not sgd")
         if self.optimizer == "sgd" and self.span == "on":
             raise ValueError("span: 'on' needs full-batch GD, not sgd")
-        if self.certify_tol is not None and self.certify == 0:
-            raise ValueError("certify_tol: needs train.certify >= 1")
-        if self.certify_precision and self.dtype != "float32":
-            raise ValueError(f"certify_precision: reruns float32 runs in float64; needs "
+        if self.step_certificate_tol is not None and self.step_certificate == 0:
+            raise ValueError("step_certificate_tol: needs train.step_certificate >= 1")
+        if self.precision_certificate and self.dtype != "float32":
+            raise ValueError(f"precision_certificate: reruns float32 runs in float64; needs "
                              f"train.dtype = 'float32' (got {shown(self.dtype)})")
-        if self.certify_precision_tol is not None and self.certify_precision == 0:
-            raise ValueError("certify_precision_tol: needs train.certify_precision >= 1")
+        if self.precision_certificate_tol is not None and self.precision_certificate == 0:
+            raise ValueError("precision_certificate_tol: needs train.precision_certificate >= 1")
         if self.optimizer == "sgd" and self.onedim == "on":
             raise ValueError("onedim: 'on' needs full-batch GD, not sgd")
-        if self.second_layer_rate not in (0.0, 1.0) and self.layers == "first":
-            raise ValueError(f"second_layer_rate: layers = 'first' freezes the second layer; "
-                             f"give 0 or layers = 'both' (got {self.second_layer_rate})")
         if self.second_layer_rate != 1.0 and self.balance == "tied":
             raise ValueError(f"second_layer_rate: balance 'tied' keeps |a_j| = ||w_j||, which "
                              f"the flow keeps only at rate 1 (got {self.second_layer_rate})")
@@ -107,6 +111,10 @@ class TrainSpec(StrictModel):
             return self.steps
         return math.ceil(self.duration / self.lr - 1e-9)  # type: ignore[operator]
 
+
+REMOVED_LAYERS = "layers: removed; use train.second_layer_rate = 0"
+"""The message for the old ``train.layers`` ("both"/"first"): ``second_layer_rate = 0`` freezes the
+second layer, as ``layers = "first"`` did."""
 
 MAX_STEPS = 10**11
 """The most steps a run may ask for: 10^11 steps take more than a day at a microsecond a step,

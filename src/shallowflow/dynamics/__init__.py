@@ -4,10 +4,10 @@ and how to run (:mod:`~shallowflow.dynamics.options`), a progress meter and a ca
 (:mod:`~shallowflow.dynamics.control`), and its record schedule."""
 
 from shallowflow.dynamics.control import CancelToken, Progress
-from shallowflow.dynamics.driver import EngineResult, simulate
+from shallowflow.dynamics.driver import EngineResult, solve
 from shallowflow.dynamics.engine_config import PARAMETRISATIONS, EngineConfig
 from shallowflow.dynamics.options import EngineOptions, SaveAt, StopWhen
 from shallowflow.dynamics.schedule import record_schedule
 
 __all__ = ["PARAMETRISATIONS", "CancelToken", "EngineConfig", "EngineOptions", "EngineResult",
-           "Progress", "SaveAt", "StopWhen", "record_schedule", "simulate"]
+           "Progress", "SaveAt", "StopWhen", "record_schedule", "solve"]

@@ -1,5 +1,5 @@
 """What a caller sees and says while an engine call runs
-(:func:`~shallowflow.dynamics.driver.simulate`): a :class:`Progress` meter the engine advances
+(:func:`~shallowflow.dynamics.driver.solve`): a :class:`Progress` meter the engine advances
 after each compiled segment, and a :class:`CancelToken` it checks there, raising
 :class:`~shallowflow.errors.Cancelled` once the token is cancelled."""
 

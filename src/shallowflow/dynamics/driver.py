@@ -1,4 +1,4 @@
-"""The driver loop :func:`simulate`: prepare a batch, run compiled segments, assemble the result
+"""The driver loop :func:`solve`: prepare a batch, run compiled segments, assemble the result
 (docs/math.md §0.3).
 
 The time loop is compiled (:mod:`~shallowflow.dynamics.step`); the host only loops over
@@ -37,7 +37,7 @@ from shallowflow.dynamics.compilation import core_slots, prepared, segment, shar
 from shallowflow.dynamics.control import CancelToken, Progress
 from shallowflow.dynamics.engine_config import EngineConfig
 from shallowflow.dynamics.options import EngineOptions, SaveAt, StopWhen
-from shallowflow.dynamics.parametrisation import Params, log_shift
+from shallowflow.dynamics.parametrisation import Coordinates, log_shift
 from shallowflow.dynamics.probes import CLASSES, PERP_GRAM
 from shallowflow.dynamics.span import project, restore, span_of
 from shallowflow.dynamics.state import (
@@ -58,7 +58,7 @@ from shallowflow.model.network import Network, to_engine_layout
 
 @dataclass
 class EngineResult:
-    """Host-side result of :func:`simulate`: parameters, status and probe records."""
+    """Host-side result of :func:`solve`: parameters, status and probe records."""
 
     initial: Network  # a (R, p), W (R, p, d)
     final: Network
@@ -115,7 +115,7 @@ def _class_constants(inputs: Inputs, y: Array, R: int) -> tuple[Array, Array]:
             jnp.broadcast_to(canonical, (inputs.n, R, 1)))
 
 
-def _initial_state(cfg: EngineConfig, a0: Array, Wt0: Array, log_scale: Array | None,
+def _initial_state(cfg: EngineConfig, a0: Array, Wt0: Array, log_lambda: Array | None,
                    log_perp_sq: Array, inputs: Inputs, y: Array,
                    perp_gram: Array | None) -> tuple[EngineState, Reference]:
     """Engine state and reference constants from a unit-scale (or actual) network; the
@@ -124,7 +124,7 @@ def _initial_state(cfg: EngineConfig, a0: Array, Wt0: Array, log_scale: Array | 
     and label signs, and ``perp_gram``, the Gram matrix (p, R, p) of the out-of-span parts
     (actual units; None without the span basis)."""
     R, p = a0.shape
-    params, ref = _start(cfg, a0, Wt0, log_scale, log_perp_sq)
+    params, ref = _start(cfg, a0, Wt0, log_lambda, log_perp_sq)
     mask = to_device(np.ones((inputs.n, R, p), bool)) if cfg.activity_mask else None
     state = EngineState(params, to_device(np.full((R,), RUNNING, np.int32)),
                         to_device(np.full((R,), -1, np.int64)), mask, params)
@@ -137,13 +137,13 @@ def _initial_state(cfg: EngineConfig, a0: Array, Wt0: Array, log_scale: Array | 
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def _start(cfg: EngineConfig, a0: Array, Wt0: Array, log_scale: Array | None,
-           log_perp_sq: Array) -> tuple[Params, Reference]:
+def _start(cfg: EngineConfig, a0: Array, Wt0: Array, log_lambda: Array | None,
+           log_perp_sq: Array) -> tuple[Coordinates, Reference]:
     """The engine's parameters and the out-of-span reference at t = 0, in one compiled call
     (its dozens of small operations would each be a compilation of its own, run one by one);
     its shapes are the network's, so batches that differ only in n share it."""
-    params = cfg.coordinates.initial(a0, Wt0, log_scale, cfg.tied_balance)
-    log_perp = log_perp_sq + 2 * log_shift(a0, log_scale)[:, None]
+    params = cfg.coordinates.initial(a0, Wt0, log_lambda, cfg.tied_balance)
+    log_perp = log_perp_sq + 2 * log_shift(a0, log_lambda)[:, None]
     return params, Reference(jnp.exp(log_perp), log_perp, params)
 
 
@@ -314,7 +314,7 @@ def _run_sharded(parts: list[np.ndarray], cfg: EngineConfig, state: EngineState,
     return state, records, widths
 
 
-def simulate(
+def solve(
     cfg: EngineConfig,
     net0: Network,
     X: Array | np.ndarray | Inputs,
@@ -324,7 +324,7 @@ def simulate(
     stop: StopWhen = StopWhen(),
     options: EngineOptions = EngineOptions(),
     keys: Array | None = None,
-    log_scale: Array | np.ndarray | None = None,
+    log_lambda: Array | np.ndarray | None = None,
     progress: Progress | None = None,
     cancel: CancelToken | None = None,
 ) -> EngineResult:
@@ -333,7 +333,7 @@ def simulate(
 
     X, y: shared (n, d), (n,); per run (R, n, d), (R, n); or an :mod:`~shallowflow.model.inputs`
     object (with ``options.span``: X must be an array). ``keys`` (R,): per-run keys for SGD
-    sampling. ``log_scale`` (R,): the trained network is exp(log_scale) * net0 (so
+    sampling. ``log_lambda`` (R,): the trained network is exp(log_lambda) * net0 (so
     lambda = exp(-1000) is expressible; required scale information for the lognorm
     parametrisation, else lambda = 1). ``progress`` is started with the step budget and advanced
     after each compiled segment (from the shards' threads: for the slowest shard); ``cancel`` is
@@ -376,9 +376,9 @@ def simulate(
                for v in to_engine_layout(Network(np.asarray(net0.a), np.asarray(W_engine))))
     with np.errstate(divide="ignore"):
         log_perp_sq = to_device(np.log(np.sum(W_perp.astype(np.float64) ** 2, axis=2)), dtype)
-    ls = None if log_scale is None else to_device(log_scale, dtype)
-    if log_scale is not None:  # the out-of-span part in actual units (0 once it underflows)
-        W_perp = W_perp * np.exp(np.asarray(log_scale, np.float64))[:, None, None]
+    ls = None if log_lambda is None else to_device(log_lambda, dtype)
+    if log_lambda is not None:  # the out-of-span part in actual units (0 once it underflows)
+        W_perp = W_perp * np.exp(np.asarray(log_lambda, np.float64))[:, None, None]
     perp_gram = None
     if in_span is not None and PERP_GRAM in cfg.needs:
         W64 = W_perp.astype(np.float64)

@@ -31,7 +31,7 @@ from shallowflow.dynamics.parametrisation import PlainView, log_shift
 from shallowflow.model.network import BatchGradient
 
 
-class LogNormParams(NamedTuple):
+class LogNormCoordinates(NamedTuple):
     U: Array  # unit directions (d, R, p)
     rho: Array  # log ||w_j||, (R, p)
     alpha: Array  # log |a_j|, (R, p)
@@ -47,22 +47,22 @@ class LogNorm:
     log_final = True
     dead_stay_put = False  # u / ||u|| with ||u|| = 1 to rounding moves u and rho by rounding
 
-    def initial(self, a: Array, Wt: Array, log_scale: Array | None, tied: bool) -> LogNormParams:
+    def initial(self, a: Array, Wt: Array, log_lambda: Array | None, tied: bool) -> LogNormCoordinates:
         """Log-norm coordinates of lambda (a, Wt): u = w/||w||, rho = log ||w|| + log lambda,
         alpha = log |a| + log lambda, s = sign(a); ``tied``: alpha = rho."""
         norm = jnp.sqrt(jnp.sum(Wt**2, axis=0))
-        shift = log_shift(a, log_scale)[:, None]
-        params = LogNormParams(Wt / norm[None], jnp.log(norm) + shift,
+        shift = log_shift(a, log_lambda)[:, None]
+        params = LogNormCoordinates(Wt / norm[None], jnp.log(norm) + shift,
                                jnp.log(jnp.abs(a)) + shift, jnp.sign(a))
         return params._replace(alpha=params.rho) if tied else params
 
-    def weights(self, params: LogNormParams) -> tuple[Array, Array]:
+    def weights(self, params: LogNormCoordinates) -> tuple[Array, Array]:
         """Effective (a, Wt) for the forward pass: a_eff = s exp(alpha + rho) with directions U,
         so a_eff sigma(<u, x>) = a sigma(<w, x>); the gradient is then taken with respect to U."""
         return params.s * jnp.exp(params.alpha + params.rho), params.U
 
-    def update(self, params: LogNormParams, bg: BatchGradient, rate: float, kappa: float,
-               rate_a: float, tied: bool) -> LogNormParams:
+    def update(self, params: LogNormCoordinates, bg: BatchGradient, rate: float, kappa: float,
+               rate_a: float, tied: bool) -> LogNormCoordinates:
         """The GD step of size rate = eta T in log-norm coordinates, the second layer's at
         rate_a * rate (see the module docstring; ``rate_a`` is ignored when ``tied``). ``bg`` is
         the gradient at (a_eff, U): v = kappa M and <u_j, v_j> = bg.grad_a."""
@@ -72,13 +72,13 @@ class LogNorm:
         rho = params.rho + jnp.log(q_norm)
         U = q / q_norm[None]
         if tied:
-            return LogNormParams(U, rho, rho, params.s)
+            return LogNormCoordinates(U, rho, rho, params.s)
         if rate_a == 0:
-            return LogNormParams(U, rho, params.alpha, params.s)
+            return LogNormCoordinates(U, rho, params.alpha, params.s)
         f = 1.0 - (rate * rate_a) * params.s * jnp.exp(params.rho - params.alpha) * bg.grad_a
-        return LogNormParams(U, rho, params.alpha + jnp.log(jnp.abs(f)), params.s * jnp.sign(f))
+        return LogNormCoordinates(U, rho, params.alpha + jnp.log(jnp.abs(f)), params.s * jnp.sign(f))
 
-    def view(self, params: LogNormParams, bg: BatchGradient | None, perp_sq: Array,
+    def view(self, params: LogNormCoordinates, bg: BatchGradient | None, perp_sq: Array,
              log_perp_sq: Array, kappa: float, rate_a: float) -> PlainView:
         """a = s exp(alpha), Wt = exp(rho) U, log ||w_j|| = logaddexp(2 rho, log ||w_perp||^2) / 2
         (exact when ||w_j||^2 underflows), log |a_j| = alpha, and ||grad L||^2 =

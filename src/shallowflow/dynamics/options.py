@@ -1,4 +1,4 @@
-"""What an engine call is asked (:func:`~shallowflow.dynamics.driver.simulate`), in the manner
+"""What an engine call is asked (:func:`~shallowflow.dynamics.driver.solve`), in the manner
 of a differential-equation solver's ``solve(..., saveat=...)``: :class:`SaveAt`, the steps at
 which the probes are recorded; :class:`StopWhen`, the rules that end a run before the last of
 them; :class:`EngineOptions`, how the engine runs (they change the numbers at most to rounding).

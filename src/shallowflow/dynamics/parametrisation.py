@@ -23,7 +23,10 @@ from jax import Array
 
 from shallowflow.model.network import BatchGradient
 
-Params = Any  # engine coordinates: a pytree of (R, p) and (d, R, p) arrays
+Coordinates = Any
+"""The engine's coordinates of a batch of networks, a parametrisation's state (a pytree of (R, p)
+and (d, R, p) arrays: :class:`~shallowflow.dynamics.plain.PlainCoordinates`,
+:class:`~shallowflow.dynamics.lognorm.LogNormCoordinates`); not a reproduction's ``Params``."""
 
 
 class PlainView(NamedTuple):
@@ -45,22 +48,22 @@ class Parametrisation(Protocol):
     dead_stay_put: bool  # whether a neuron with a zero gradient keeps its coordinates exactly, so
     # dead ReLU neurons may leave the step loop (:mod:`~shallowflow.dynamics.live`)
 
-    def initial(self, a: Array, Wt: Array, log_scale: Array | None, tied: bool) -> Params:
-        """Coordinates of the network lambda (a, Wt), log lambda = ``log_scale`` (R,) (None:
+    def initial(self, a: Array, Wt: Array, log_lambda: Array | None, tied: bool) -> Coordinates:
+        """Coordinates of the network lambda (a, Wt), log lambda = ``log_lambda`` (R,) (None:
         lambda = 1); ``tied``: put the second layer on the balanced manifold |a_j| = ||w_j||."""
         ...
 
-    def weights(self, params: Params) -> tuple[Array, Array]:
+    def weights(self, params: Coordinates) -> tuple[Array, Array]:
         """(a, Wt) for the forward pass: the gradient ``BatchGradient`` is taken at these."""
         ...
 
-    def update(self, params: Params, bg: BatchGradient, rate: float, kappa: float,
-               rate_a: float, tied: bool) -> Params:
+    def update(self, params: Coordinates, bg: BatchGradient, rate: float, kappa: float,
+               rate_a: float, tied: bool) -> Coordinates:
         """One GD step of size rate = eta T from the gradient ``bg`` at :meth:`weights`, the
         second layer's at rate_a * rate (``rate_a`` = r >= 0; 0: the second layer is frozen)."""
         ...
 
-    def view(self, params: Params, bg: BatchGradient | None, perp_sq: Array, log_perp_sq: Array,
+    def view(self, params: Coordinates, bg: BatchGradient | None, perp_sq: Array, log_perp_sq: Array,
              kappa: float, rate_a: float) -> PlainView:
         """The parameters in plain units; ``perp_sq`` (R, p) = ||w_perp||^2 outside the data span
         and its log ``log_perp_sq``; from ``bg`` (None: no gradient) the squared gradient norm in
@@ -68,6 +71,6 @@ class Parametrisation(Protocol):
         ...
 
 
-def log_shift(a: Array, log_scale: Array | None) -> Array:
-    """log lambda per run (R,) for the network lambda (a, Wt): ``log_scale``, or 0 when None."""
-    return jnp.zeros((a.shape[0],), a.dtype) if log_scale is None else log_scale
+def log_shift(a: Array, log_lambda: Array | None) -> Array:
+    """log lambda per run (R,) for the network lambda (a, Wt): ``log_lambda``, or 0 when None."""
+    return jnp.zeros((a.shape[0],), a.dtype) if log_lambda is None else log_lambda

@@ -16,7 +16,7 @@ from shallowflow.dynamics.parametrisation import PlainView
 from shallowflow.model.network import BatchGradient
 
 
-class PlainParams(NamedTuple):
+class PlainCoordinates(NamedTuple):
     a: Array  # (R, p)
     Wt: Array  # (d, R, p)
 
@@ -29,24 +29,24 @@ class Plain:
     log_final = False
     dead_stay_put = True  # a - eta * 0 = a, W - eta * 0 = W
 
-    def initial(self, a: Array, Wt: Array, log_scale: Array | None, tied: bool) -> PlainParams:
-        """(lambda a, lambda Wt); unscaled when ``log_scale`` is None (``tied`` is unavailable)."""
-        if log_scale is not None:
-            a, Wt = jnp.exp(log_scale)[:, None] * a, jnp.exp(log_scale)[None, :, None] * Wt
-        return PlainParams(a, Wt)
+    def initial(self, a: Array, Wt: Array, log_lambda: Array | None, tied: bool) -> PlainCoordinates:
+        """(lambda a, lambda Wt); unscaled when ``log_lambda`` is None (``tied`` is unavailable)."""
+        if log_lambda is not None:
+            a, Wt = jnp.exp(log_lambda)[:, None] * a, jnp.exp(log_lambda)[None, :, None] * Wt
+        return PlainCoordinates(a, Wt)
 
-    def weights(self, params: PlainParams) -> tuple[Array, Array]:
+    def weights(self, params: PlainCoordinates) -> tuple[Array, Array]:
         """(a, Wt) as the network uses them."""
         return params.a, params.Wt
 
-    def update(self, params: PlainParams, bg: BatchGradient, rate: float, kappa: float,
-               rate_a: float, tied: bool) -> PlainParams:
+    def update(self, params: PlainCoordinates, bg: BatchGradient, rate: float, kappa: float,
+               rate_a: float, tied: bool) -> PlainCoordinates:
         """One GD step of size rate = eta T, the second layer's of size rate_a * rate (0: frozen;
         ``kappa`` and ``tied`` are not used)."""
         a = params.a - (rate * rate_a) * bg.grad_a if rate_a != 0 else params.a
-        return PlainParams(a, params.Wt - rate * bg.grad_Wt)
+        return PlainCoordinates(a, params.Wt - rate * bg.grad_Wt)
 
-    def view(self, params: PlainParams, bg: BatchGradient | None, perp_sq: Array,
+    def view(self, params: PlainCoordinates, bg: BatchGradient | None, perp_sq: Array,
              log_perp_sq: Array, kappa: float, rate_a: float) -> PlainView:
         """log ||w_j|| = log(||Wt_j||^2 + ||w_perp||^2) / 2, log |a_j|, and ||grad L||^2 =
         ||dL/dWt||^2 (+ r ||dL/da||^2 when the second layer trains at rate r = ``rate_a``)."""

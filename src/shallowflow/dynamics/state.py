@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from shallowflow.dynamics.parametrisation import Params
+from shallowflow.dynamics.parametrisation import Coordinates
 
 RUNNING, STOPPED, DIVERGED, GRADIENT, TIMEOUT = 0, 1, 2, 3, 4
 STOP_REASONS = {RUNNING: "steps", STOPPED: "loss", DIVERGED: "diverged", GRADIENT: "gradient",
@@ -42,11 +42,11 @@ class Stop(NamedTuple):
 
 
 class EngineState(NamedTuple):
-    params: Params
+    params: Coordinates
     code: Array  # (R,) RUNNING, STOPPED or DIVERGED
     event_step: Array  # (R,) step at which the run froze, -1 while running
     mask: Array | None  # persistent activity mask (n, R, p), or None
-    backup: Params  # the parameters at the last record point where they and their loss were
+    backup: Coordinates  # the parameters at the last record point where they and their loss were
     # finite: a diverged run is put back to them (kept across segments and re-batching)
 
 
@@ -55,7 +55,7 @@ class Reference(NamedTuple):
 
     perp_sq: Array  # ||w_j||^2 outside the data span (constant), (R, p)
     log_perp_sq: Array  # its log, exact also when perp_sq underflows (tiny lambda)
-    params0: Params  # the initial parameters
+    params0: Coordinates  # the initial parameters
     # computed only when a recorded probe needs them (probes.Probe.needs), else None:
     class_dirs: Array | None = None  # x_+ = sum_{y_i > 0} x_i, x_- (engine basis), (d, R, 2)
     label_sign: Array | None = None  # sign(y_i), (n, R, 1)

@@ -29,7 +29,7 @@ from jax import Array, lax
 from shallowflow.dynamics import live
 from shallowflow.dynamics.engine_config import EngineConfig
 from shallowflow.dynamics.gradient import batch_loss_and_gradient
-from shallowflow.dynamics.parametrisation import Params
+from shallowflow.dynamics.parametrisation import Coordinates
 from shallowflow.dynamics.probes import PROBES, ProbeContext
 from shallowflow.dynamics.state import (
     DIVERGED,
@@ -70,7 +70,7 @@ def _minibatch(cfg: EngineConfig, inputs: Inputs, y: Array, keys: Array, step: A
     return PerRunInputs(Xb), yb, n / B
 
 
-def _hint(cfg: EngineConfig, params: Params, inputs: Inputs) -> Array | None:
+def _hint(cfg: EngineConfig, params: Coordinates, inputs: Inputs) -> Array | None:
     """The one-dimensional path's search start for these parameters (:func:`shallowflow.model.onedim.
     cells`), None on the other paths. Computed in the pass that updates the parameters and carried
     to the next step, it keeps a division out of that step's gathers (docs/math.md §10)."""
@@ -103,7 +103,7 @@ def _step(cfg: EngineConfig, st: EngineState, step: Array, inputs: Inputs, y: Ar
     return st, _hint(cfg, params, inputs)
 
 
-def probe_context(cfg: EngineConfig, params: Params, bg: BatchGradient | None,
+def probe_context(cfg: EngineConfig, params: Coordinates, bg: BatchGradient | None,
                   ref: Reference) -> ProbeContext:
     """Probe context in plain units: ||w_j||^2 = ||Wt_j||^2 + ||w_perp||^2 (the constant
     out-of-span part included). The initial balance a_j^2 - ||w_j||^2 and log ratio

@@ -29,6 +29,7 @@ import xarray as xr
 
 from shallowflow.analysis import vectors
 from shallowflow.errors import UserError
+from shallowflow.model.run_attrs import RunAttrs
 
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
@@ -332,8 +333,8 @@ class RunPanels:
         if not 0 <= run < ds.sizes["run"]:
             raise UserError(f"run: must lie in [0, {ds.sizes['run']}) (got {run})")
         self.ds, self.run = ds, run
-        self.kappa = float(ds.attrs.get("kappa", 1.0))
-        self.leak = float(ds.attrs.get("leak", 0.0))
+        attrs = RunAttrs.of(ds)
+        self.kappa, self.leak = attrs.kappa, attrs.leak
         X, y = _data(ds, run)
         W0 = ds["W_init"].isel(run=run).values
         if radius == "log" and floor is None:

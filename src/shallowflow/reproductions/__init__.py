@@ -2,7 +2,7 @@
 
 One subpackage per paper (``dana``, ``town``, ``boursier``, ``mmv``), one module per reproduction
 holding its :class:`~shallowflow.reproductions.base.Reproduction` (simulate, judge, draw,
-protocol) as ``REPRODUCTION``; each paper package lists its reproductions as data and
+method) as ``REPRODUCTION``; each paper package lists its reproductions as data and
 :func:`catalogue` merges them (:mod:`.index`). See :mod:`.reproduce` for the folder layout and
 docs/architecture.md for how to add one.
 """

@@ -8,7 +8,7 @@ A :class:`Reproduction` is four small pieces and its presets:
   caller's progress and executor settings) and the theory modules;
 - ``judge(ds, params) -> list[Claim]``: the verdicts, a pure function of the saved Dataset;
 - ``draw(ds, params) -> list[Figure]``: the figures, from the saved Dataset;
-- ``protocol(ds, params) -> list[(heading, text)]``: the report's prose sections.
+- ``method(ds, params) -> list[(heading, text)]``: the report's prose sections.
 
 Presets are typed: ``params`` is a pydantic model (:class:`Params`: ranges, one line of doc per
 field), and ``--set key=value`` values are TOML literals as for experiments.
@@ -57,7 +57,7 @@ Section = tuple[str, str]
 
 
 def run_time(ds: xr.Dataset, runs: bool = False) -> Section:
-    """The protocol section "Run time": the simulation's wall time (``simulate_wall_s`` in the
+    """The method section "Run time": the simulation's wall time (``simulate_wall_s`` in the
     Dataset's attributes), with the number of runs when ``runs``."""
     text = f"Simulation wall time {ds.attrs['simulate_wall_s']:.1f} s on this machine"
     return ("Run time", f"{text} ({ds.sizes['run']} runs)." if runs else f"{text}.")
@@ -75,7 +75,7 @@ class Reproduction:
     simulate: Callable[[Any, Trainer], xr.Dataset]
     judge: Callable[[xr.Dataset, Any], list[Claim]]
     draw: Callable[[xr.Dataset, Any], list[Figure]]
-    protocol: Callable[[xr.Dataset, Any], list[Section]]
+    method: Callable[[xr.Dataset, Any], list[Section]]
     summary: str = ""
 
     def __post_init__(self) -> None:

@@ -11,7 +11,7 @@ The disk, before any work (what a run or sweep checks at once, a reproduction ch
 since its training calls are known only as it goes): the output place needs at least
 :data:`FOLDER_FLOOR` free for the figures and the report; each training call checks the free
 space for the files of the batches it will keep, with the floor still free after them
-(:func:`shallowflow.training.entry.train_protocols`, the estimate runs and sweeps use);
+(:func:`shallowflow.training.entry.train_chains`, the estimate runs and sweeps use);
 ``force`` skips both. A disk that fills anyway (``results.nc``, built in memory by
 :func:`shallowflow.store.write_netcdf`, a figure, a batch file) is one error naming the file and
 its size (:class:`~shallowflow.errors.DiskFull`), with the finished batches kept beside the
@@ -77,7 +77,7 @@ def _finish(rep: Reproduction, folder: Path, ds: xr.Dataset, params: Params, pre
     values = params.model_dump(mode="json")
     write_text(folder / "claims.json", to_json(claims))
     text = report.render(f"{rep.name}: {rep.title}", rep.summary, listed, claims,
-                         rep.protocol(ds, params), preset, values, wall, precision)
+                         rep.method(ds, params), preset, values, wall, precision)
     write_text(folder / "report.md", text)
     write_text(folder / "params.json", json.dumps({"reproduction": rep.name, "preset": preset,
                                                    "params": values, "wall_s": wall,

@@ -35,7 +35,7 @@ class Executor(Protocol):
     that raises an ``Exception`` gives a :class:`Failure` for its batch, and the other batches
     go on (an interruption, ``KeyboardInterrupt``, stops all of them). ``batches`` may grow
     while the results are consumed: batches appended to it before the next result is asked for
-    are run too (work that depends on earlier results, :func:`shallowflow.training.entry.train_protocols`)."""
+    are run too (work that depends on earlier results, :func:`shallowflow.training.entry.train_chains`)."""
 
     name: str
 

@@ -16,8 +16,8 @@ Everything computes in float64: the functions that build JAX arrays do so inside
 :func:`shallowflow.precision.float64`, a scoped context (neither importing nor calling this package
 changes JAX's process-wide settings).
 
-    from shallowflow.stationary import certify_dataset, certify_point, problem
-    table = certify_dataset(ds, polish_method="newton")      # ds from train(..., keep_data=True)
+    from shallowflow.stationary import end_states, end_state, problem
+    table = end_states(ds, polish_method="newton")      # ds from train(..., keep_data=True)
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ from shallowflow.stationary.verdict import (
     Escape,
     Tolerances,
     Verdict,
-    certify_dataset,
-    certify_point,
+    end_state,
+    end_states,
     end_table,
 )
 
 __all__ = ["VERDICTS", "Escape", "Extrema", "Polished", "Problem", "Spectrum", "Tolerances",
-           "Verdict", "as_network", "certify_dataset", "certify_point", "end_table", "extrema",
+           "Verdict", "as_network", "end_state", "end_states", "end_table", "extrema",
            "polish", "problem", "smooth_spectrum"]

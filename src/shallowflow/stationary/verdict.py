@@ -1,7 +1,7 @@
 """The verdict on an end state: global minimum, strict local minimum, saddle, degenerate or not
 stationary, with the numbers and the tolerance each decision used (docs/math.md §9.4, §9.6).
 
-:func:`certify_point` judges one network; :func:`certify_dataset` judges every run of a results
+:func:`end_state` judges one network; :func:`end_states` judges every run of a results
 Dataset (``experiment.to_dataset``: final networks ``a_final`` (run, neuron), ``W_final``
 (run, neuron, dim), or the recorded snapshots ``a``, ``W`` at a time index).
 
@@ -38,6 +38,7 @@ import xarray as xr
 from shallowflow.model.activations import Activation
 from shallowflow.model.losses import Loss
 from shallowflow.model.network import Network
+from shallowflow.model.run_attrs import RunAttrs
 from shallowflow.stationary.derivatives import (
     Problem,
     as_network,
@@ -145,10 +146,10 @@ def _descends(e: Escape, tol_grad: float, tol_curv: float) -> bool:
     return e.value < -(tol_curv if e.order == 2 else tol_grad)
 
 
-def certify_point(net: Network, prob: Problem, floor: float = 0.0,
-                  tol: Tolerances = Tolerances(), spectrum_method: SpectrumMethod = "auto",
-                  dense_max: int = DENSE_MAX, lanczos_iter: int = 300,
-                  escape_starts: int = 32, seed: int = 0) -> Verdict:
+def end_state(net: Network, prob: Problem, floor: float = 0.0,
+              tol: Tolerances = Tolerances(), spectrum_method: SpectrumMethod = "auto",
+              dense_max: int = DENSE_MAX, lanczos_iter: int = 300,
+              escape_starts: int = 32, seed: int = 0) -> Verdict:
     """The verdict of one network at its parameters (docs/math.md §9.4, §9.6): gradient
     (``network.loss_and_gradient``), neuron classes, smooth-part spectrum
     (:func:`~shallowflow.stationary.spectrum.smooth_spectrum`), escape tests
@@ -277,20 +278,20 @@ def _pick_network(ds: xr.Dataset, run: int, at: str | int) -> Network:
                               ds["W_final"].isel(run=run).values)
         at = -1
     if "a" not in ds or "W" not in ds:
-        raise ValueError("certify_dataset: the Dataset holds neither a_final/W_final nor the "
+        raise ValueError("end_states: the Dataset holds neither a_final/W_final nor the "
                          "snapshots a, W (record the probes 'a' and 'W')")
     return as_network(ds["a"].isel(run=run, time=int(at)).values,
                       ds["W"].isel(run=run, time=int(at)).values)
 
 
-def certify_dataset(ds: xr.Dataset, X: object | None = None, y: object | None = None, *,
-                    at: str | int = "final", activation: Activation | None = None,
-                    loss: Loss | None = None, kappa: float | None = None, floor: float = 0.0,
-                    tol: Tolerances = Tolerances(), polish_method: PolishMethod | None = None,
-                    polish_tol: float = 1e-12, polish_iter: int = 50,
-                    spectrum_method: SpectrumMethod = "auto", dense_max: int = DENSE_MAX,
-                    runs: Sequence[int] | None = None, judge: bool = True,
-                    progress: Callable[[int, int], None] | None = None) -> xr.Dataset:
+def end_states(ds: xr.Dataset, X: object | None = None, y: object | None = None, *,
+               at: str | int = "final", activation: Activation | None = None,
+               loss: Loss | None = None, kappa: float | None = None, floor: float = 0.0,
+               tol: Tolerances = Tolerances(), polish_method: PolishMethod | None = None,
+               polish_tol: float = 1e-12, polish_iter: int = 50,
+               spectrum_method: SpectrumMethod = "auto", dense_max: int = DENSE_MAX,
+               runs: Sequence[int] | None = None, judge: bool = True,
+               progress: Callable[[int, int], None] | None = None) -> xr.Dataset:
     """The verdict of every run of a results Dataset (docs/math.md §9.6), as a Dataset over
     ``run`` with variables ``end_*`` and the tolerances in its attributes.
 
@@ -305,9 +306,10 @@ def certify_dataset(ds: xr.Dataset, X: object | None = None, y: object | None = 
     run."""
     X = ds["X"].values if X is None else np.asarray(X)
     y = ds["y"].values if y is None else np.asarray(y)
-    loss = loss or Loss(ds.attrs.get("loss_name", "square"), ds.attrs.get("reduction", "mean"))
-    kappa = float(ds.attrs["kappa"]) if kappa is None else float(kappa)
-    activation = activation or Activation(float(ds.attrs.get("leak", 0.0)))
+    attrs = RunAttrs.of(ds)
+    loss = loss or Loss(attrs.loss_name, attrs.reduction)  # type: ignore[arg-type]
+    kappa = attrs.kappa if kappa is None else float(kappa)
+    activation = activation or Activation(attrs.leak)
     chosen = list(range(ds.sizes["run"])) if runs is None else [int(r) for r in runs]
     rows: list[dict[str, Any]] = []
     directions, polished = [], []
@@ -327,7 +329,7 @@ def certify_dataset(ds: xr.Dataset, X: object | None = None, y: object | None = 
                        grad_norm_before_polish=pol.grad_norm_before,
                        loss_after_polish=pol.loss_after, grad_norm_after_polish=pol.grad_norm_after)
         if judge:
-            v = certify_point(net, prob, floor, tol, spectrum_method, dense_max)
+            v = end_state(net, prob, floor, tol, spectrum_method, dense_max)
             row = {**v.as_dict(), **row}
             directions.append(v.escape.direction if v.escape is not None
                               else np.full(Xr.shape[1], np.nan))
@@ -366,7 +368,7 @@ TABLE_FIELDS = ("stop_reason", "end_step", "end_label", "end_loss", "end_grad_no
 
 def end_table(ds: xr.Dataset) -> pd.DataFrame:
     """One row per run: why it stopped (``stop_reason``, ``end_step``, from training) and its
-    certificate (``end_*``, from :func:`certify_dataset`), the columns of ``TABLE_FIELDS``
+    certificate (``end_*``, from :func:`end_states`), the columns of ``TABLE_FIELDS``
     that ``ds`` holds, without the ``end_`` prefix."""
     columns = {"run": ds["run"].values}
     for name in TABLE_FIELDS:

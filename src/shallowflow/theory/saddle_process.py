@@ -41,6 +41,7 @@ import numpy as np
 import xarray as xr
 
 from shallowflow.model.losses import Loss
+from shallowflow.model.run_attrs import RunAttrs
 from shallowflow.theory.activation_mask import (
     Assumption4Report,
     activation_mask,
@@ -401,7 +402,7 @@ def from_run(ds: xr.Dataset, X: object | None, y: object, run: int = 0, *, loss:
     loss, reduction, time_scale default to the Dataset's attributes ``loss_name``, ``reduction``
     and ``time_scale``; c_L and the plateau normaliser are derived from them
     (:func:`loss_constant`). The stored initial network is lambda times the unit one; when lambda
-    is so small that W_init underflows (log_scale below about -700), use
+    is so small that W_init underflows (log lambda below about -700), use
     :func:`shallowflow.training.overlays.saddle_process_from_experiment`.
     Extra keyword arguments go to :func:`limit_process`.
     """
@@ -411,7 +412,8 @@ def from_run(ds: xr.Dataset, X: object | None, y: object, run: int = 0, *, loss:
     runs = ds.sizes.get("run", 0)
     if not 0 <= run < runs:
         raise ValueError(f"run: must be in [0, {runs}), got {run}")
-    kappa = float(ds.attrs.get("kappa", 1.0))
+    attrs = RunAttrs.of(ds)
+    kappa = attrs.kappa
     if kappa != 1.0:
         raise ValueError(f"ds: Algorithm 1 is for output scale kappa = 1, the run has kappa = {kappa}")
     a0 = np.asarray(ds.a_init.isel(run=run).values, dtype=np.float64)
@@ -420,9 +422,8 @@ def from_run(ds: xr.Dataset, X: object | None, y: object, run: int = 0, *, loss:
         raise ValueError("ds: the stored initial network has zero neurons (lambda below the float "
                          "range underflows a_init, W_init); use "
                          "shallowflow.training.overlays.saddle_process_from_experiment instead")
-    return from_network(a0, W0, X, y, loss or ds.attrs.get("loss_name", "square"),
-                        reduction or ds.attrs.get("reduction", "mean"),
-                        float(ds.attrs.get("time_scale", 1.0) if time_scale is None else time_scale),
+    return from_network(a0, W0, X, y, loss or attrs.loss_name, reduction or attrs.reduction,
+                        attrs.time_scale if time_scale is None else float(time_scale),
                         **kwargs)
 
 

@@ -14,8 +14,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import xarray as xr
 
-from shallowflow.dynamics import EngineOptions, EngineResult, Progress, SaveAt, StopWhen
-from shallowflow.dynamics import simulate as engine_simulate
+from shallowflow.dynamics import EngineOptions, EngineResult, Progress, SaveAt, StopWhen, solve
+from shallowflow.model.run_attrs import RunAttrs
 from shallowflow.training import certificates as certificate
 from shallowflow.training.batches import (
     BatchInputs,
@@ -32,11 +32,11 @@ def _run_engine(batch: BatchInputs, level: int = 0,
     total)`` is called after each compiled segment; an exception it raises ends the training."""
     exp = batch.refs[0].experiment
     cfg = engine_config(exp, exp.train.lr / 2**level)
-    return engine_simulate(
+    return solve(
         cfg, batch.net0, batch.X, batch.y, saveat=SaveAt(batch.schedule * 2**level),
         stop=StopWhen(loss=batch.stop_loss, grad=batch.stop_grad, seconds=exp.train.max_seconds),
         options=EngineOptions(span=batch.span, skip_dead=exp.train.skip_dead),
-        keys=batch.keys, log_scale=batch.log_scale, progress=Progress(report=progress))
+        keys=batch.keys, log_lambda=batch.log_lambda, progress=Progress(report=progress))
 
 
 def run_batch(batch: BatchInputs,
@@ -73,38 +73,38 @@ def run_batch(batch: BatchInputs,
         for c, future in zip(CERTIFICATES, early, strict=True):
             reference = c.reference(batch, rerun_progress) if future is None else future.result()
             ds = c.attach(ds, batch, result, reference)
-    return end_states(ds, batch)
+    return attach_end_states(ds, batch)
 
 
 class _Stopped(Exception):
     """The batch failed or was interrupted: the certificate reruns beside it stop."""
 
 
-def end_states(ds: xr.Dataset, batch: BatchInputs) -> xr.Dataset:
-    """Polish (``train.polish``) and certify (``train.certify_end``) each run's end point
-    (:func:`shallowflow.stationary.certify_dataset`, docs/math.md §9.5-9.6): adds
+def attach_end_states(ds: xr.Dataset, batch: BatchInputs) -> xr.Dataset:
+    """Polish (``train.polish``) and judge (``train.end_state``) each run's end point
+    (:func:`shallowflow.stationary.end_states`, docs/math.md §9.5-9.6): adds
     ``a_polished``, ``W_polished``, ``end_polish_*`` and the verdict ``end_label``,
     ``end_reason``, ``end_*`` numbers. A no-op when neither is asked for."""
     train = batch.refs[0].experiment.train
-    if train.polish == "none" and not train.certify_end:
+    if train.polish == "none" and not train.end_state:
         return ds
-    from shallowflow.stationary import certify_dataset  # scipy: only when asked for
+    from shallowflow.stationary import end_states  # scipy: only when asked for
 
-    end = certify_dataset(ds, batch.X, batch.y,
-                          polish_method=None if train.polish == "none" else train.polish,
-                          judge=train.certify_end)
+    end = end_states(ds, batch.X, batch.y,
+                     polish_method=None if train.polish == "none" else train.polish,
+                     judge=train.end_state)
     return ds.merge(end, combine_attrs="drop_conflicts")
 
 
 def step_reruns(batch: BatchInputs,
                 progress: Callable[[int, int], None] | None = None) -> list[EngineResult] | None:
-    """With ``train.certify`` = 1 or 2: the batch rerun at lr/2 (and lr/4), else None."""
-    levels = batch.refs[0].experiment.train.certify
+    """With ``train.step_certificate`` = 1 or 2: the batch rerun at lr/2 (and lr/4), else None."""
+    levels = batch.refs[0].experiment.train.step_certificate
     return [_run_engine(batch, k, progress) for k in range(1, levels + 1)] if levels else None
 
 
-def certify_step(ds: xr.Dataset, batch: BatchInputs, result: EngineResult,
-                 reruns: list[EngineResult] | None) -> xr.Dataset:
+def step_certificate(ds: xr.Dataset, batch: BatchInputs, result: EngineResult,
+                     reruns: list[EngineResult] | None) -> xr.Dataset:
     """Attach the step-size certificate (:mod:`shallowflow.training.certificates`, docs/math.md §8.10)
     from the batch's ``result`` and its :func:`step_reruns` (None: not asked for)."""
     if reruns is None:
@@ -118,36 +118,36 @@ def certify_step(ds: xr.Dataset, batch: BatchInputs, result: EngineResult,
         rel_d.append(r)
         by_probe.append(per)
     names = list(by_probe[0])
-    tol = batch.refs[0].experiment.train.certify_tol
+    tol = batch.refs[0].experiment.train.step_certificate_tol
     rel = np.stack(rel_d, axis=1)
     ds = ds.assign_coords(refinement=[f"lr/{2**k} vs lr/{2**(k + 1)}" for k in range(levels)],
                           certified_probe=names)
-    ds["certificate_abs"] = (("run", "refinement"), np.stack(abs_d, axis=1))
-    ds["certificate_rel"] = (("run", "refinement"), rel)
-    ds["certificate_rel_by_probe"] = (
+    ds["step_certificate_abs"] = (("run", "refinement"), np.stack(abs_d, axis=1))
+    ds["step_certificate_rel"] = (("run", "refinement"), rel)
+    ds["step_certificate_rel_by_probe"] = (
         ("run", "refinement", "certified_probe"),
         np.stack([np.stack([p[n] for n in names], axis=1) for p in by_probe], axis=1))
-    ds.attrs["certificate"] = certificate.verdict(rel, tol)
+    ds.attrs.update(RunAttrs.of(ds).replace(step_certificate=certificate.verdict(rel, tol)).to_attrs())
     if tol is not None:
-        ds["certified"] = ("run", rel[:, 0] <= tol)
+        ds["step_certified"] = ("run", rel[:, 0] <= tol)
     return ds
 
 
 def precision_reruns(batch: BatchInputs,
                      progress: Callable[[int, int], None] | None = None) -> EngineResult | None:
-    """With ``train.certify_precision`` = k (a float32 batch): its first k runs trained in
+    """With ``train.precision_certificate`` = k (a float32 batch): its first k runs trained in
     float64, from the float64 data and networks the batch was rounded from; else None."""
-    k = min(batch.refs[0].experiment.train.certify_precision, len(batch.refs))
+    k = min(batch.refs[0].experiment.train.precision_certificate, len(batch.refs))
     if not k:
         return None
-    refs = [RunRef(r.experiment.with_train(dtype="float64", certify_precision=0,
-                                           certify_precision_tol=None, certify=0,
-                                           certify_tol=None), r.index)
+    refs = [RunRef(r.experiment.with_train(dtype="float64", precision_certificate=0,
+                                           precision_certificate_tol=None, step_certificate=0,
+                                           step_certificate_tol=None), r.index)
             for r in batch.refs[:k]]  # each run its own experiment: seeds, scales may differ
     return _run_engine(prepare_batch(refs, batch.drawn), 0, progress)
 
 
-def certify_precision(ds: xr.Dataset, batch: BatchInputs, result: EngineResult,
+def precision_certificate(ds: xr.Dataset, batch: BatchInputs, result: EngineResult,
                       reference: EngineResult | None) -> xr.Dataset:
     """Attach, per run, ``precision_abs``, ``precision_rel`` and ``precision_rel_by_probe``: the
     distances of the float32 records to the float64 ``reference`` (:func:`precision_reruns`;
@@ -184,7 +184,7 @@ class Certificate(NamedTuple):
 
 
 CERTIFICATES: tuple[Certificate, ...] = (
-    Certificate(step_reruns, certify_step, beside=False),
-    Certificate(precision_reruns, certify_precision, beside=True))
+    Certificate(step_reruns, step_certificate, beside=False),
+    Certificate(precision_reruns, precision_certificate, beside=True))
 """What :func:`run_batch` attaches to a trained batch, each a no-op unless its ``train`` options
 ask for it."""

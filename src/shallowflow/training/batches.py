@@ -37,6 +37,7 @@ from shallowflow.dynamics.probes import DIM_LABELS, PROBES
 from shallowflow.model.activations import Activation
 from shallowflow.model.losses import Loss
 from shallowflow.model.network import Network, add_bias_column
+from shallowflow.model.run_attrs import RunAttrs
 from shallowflow.precision import enable_full_precision, float64
 
 DATA_STREAM, INIT_STREAM, SGD_STREAM = 0, 1, 2  # key streams of a run (module docstring)
@@ -66,9 +67,9 @@ def engine_config(exp: Experiment, lr: float | None = None) -> EngineConfig:
         kappa=exp.kappa,
         lr=exp.train.lr if lr is None else lr,
         time_scale=exp.time_scale,
-        train_second_layer=exp.train.layers == "both" and exp.train.second_layer_rate > 0,
+        train_second_layer=exp.train.second_layer_rate > 0,
         # r (docs/math.md §4.5); 0 when frozen, so that both spellings compile to one engine
-        second_layer_rate=exp.train.second_layer_rate if exp.train.layers == "both" else 0.0,
+        second_layer_rate=exp.train.second_layer_rate,
         batch_size=exp.train.batch_size,
         probes=tuple(dict.fromkeys(probes)),
         parametrisation=choices.parametrisation,
@@ -207,10 +208,10 @@ class BatchInputs:
     keys: jax.Array
     schedule: np.ndarray
     dtype: str
-    log_scale: np.ndarray | None  # (R,) log lambda per run, or None (scale-free schemes)
+    log_lambda: np.ndarray | None  # (R,) Experiment.log_lambda per run, None: scale-free schemes
     span: bool
     notes: tuple[str, ...]
-    drawn: Drawn | None = None  # a float32 batch's first train.certify_precision runs as drawn
+    drawn: Drawn | None = None  # a float32 batch's first train.precision_certificate runs as drawn
 
 
 class Drawn(NamedTuple):
@@ -244,8 +245,8 @@ def prepare_batch(refs: Sequence[RunRef], drawn: Drawn | None = None) -> BatchIn
     seeds, indices = [r.experiment.seed for r in refs], [r.index for r in refs]
     drawn = _draw(refs, _keys(seeds, indices, INIT_STREAM)) if drawn is None else drawn
     X, y = drawn.X, drawn.y
-    log_scale = (None if first.log_lambda is None
-                 else np.array([r.experiment.log_lambda for r in refs]))
+    log_lambda = (None if first.log_lambda is None
+                  else np.array([r.experiment.log_lambda for r in refs]))
     choices = first.choices
     dtype = first.train.dtype
     net0 = Network(np.asarray(drawn.net0.a, dtype), np.asarray(drawn.net0.W, dtype))
@@ -253,13 +254,13 @@ def prepare_batch(refs: Sequence[RunRef], drawn: Drawn | None = None) -> BatchIn
                      else r.experiment.train.stop_loss for r in refs])
     stop_grad = np.array([-np.inf if r.experiment.train.stop_grad is None
                           else r.experiment.train.stop_grad for r in refs])
-    k = min(first.train.certify_precision, len(refs)) if dtype != "float64" else 0
+    k = min(first.train.precision_certificate, len(refs)) if dtype != "float64" else 0
     kept = None if not k else Drawn(X if X.ndim == 2 else X[:k].copy(),
                                     y if y.ndim == 1 else y[:k].copy(),
                                     Network(*(np.asarray(v)[:k].copy() for v in drawn.net0)))
     return BatchInputs(refs, engine_config(first), net0, X.astype(dtype), y.astype(dtype), stop,
                        stop_grad, _keys(seeds, indices, SGD_STREAM), batch_schedule(refs), dtype,
-                       log_scale, choices.span, choices.notes, kept)
+                       log_lambda, choices.span, choices.notes, kept)
 
 
 def _draw(refs: list[RunRef], init_keys: jax.Array) -> Drawn:
@@ -291,7 +292,7 @@ def to_dataset(batch: BatchInputs, result: EngineResult) -> xr.Dataset:
         "dim": np.arange(batch.X.shape[-1]),
         "seed": ("run", np.array([r.experiment.seed for r in batch.refs])),
         "run_index": ("run", np.array([r.index for r in batch.refs])),
-        "log_scale": ("run", np.full(R, np.nan) if batch.log_scale is None else batch.log_scale),
+        "log_lambda": ("run", np.full(R, np.nan) if batch.log_lambda is None else batch.log_lambda),
         "stop_loss": ("run", batch.stop_loss.astype(float)),
         "stop_grad": ("run", batch.stop_grad.astype(float)),
     }
@@ -308,32 +309,23 @@ def to_dataset(batch: BatchInputs, result: EngineResult) -> xr.Dataset:
     if result.log_final is not None:
         variables["log_norm_final"] = (("run", "neuron"), result.log_final["log_norm"])
         variables["log_abs_a_final"] = (("run", "neuron"), result.log_final["log_abs_a"])
-    attrs = {
-        "experiment": exp.name,
-        "lr": exp.train.lr,
-        "kappa": exp.kappa,
-        "time_scale": exp.time_scale,
-        "loss_name": exp.train.loss,
-        "activation": exp.model.activation,
-        "leak": exp.model.leak,
-        "reduction": exp.train.reduction,
-        "dtype": batch.dtype,
-        "time_units": "flow time: step * lr (dtheta/dt = -T grad L)",
-        "parametrisation": batch.config.parametrisation,
-        "balance": "tied" if batch.config.tied_balance else "free",
-        "second_layer_rate": batch.config.layer_rate,  # r: da/dt = -T r grad_a L (0: frozen)
-        "activity_mask": int(batch.config.activity_mask),
-        "span": int(batch.span),
-        "neurons_stepped": int(min(result.widths or [result.final.a.shape[1]])),  # per run, at
-        # the narrowest: dead neurons left the step loop (train.skip_dead)
-        "notes": "\n".join(batch.notes),
-    }
-    ds = xr.Dataset(variables, coords=coords, attrs=attrs)
-    if batch.log_scale is not None and np.all(batch.log_scale < 0):
+    attrs = RunAttrs(
+        experiment=exp.name, lr=exp.train.lr, kappa=exp.kappa, time_scale=exp.time_scale,
+        loss_name=exp.train.loss, activation=exp.model.activation, leak=exp.model.leak,
+        reduction=exp.train.reduction, dtype=batch.dtype,
+        parametrisation=batch.config.parametrisation,
+        balance="tied" if batch.config.tied_balance else "free",
+        second_layer_rate=batch.config.layer_rate, activity_mask=int(batch.config.activity_mask),
+        span=int(batch.span),
+        # per run, at the narrowest: dead neurons left the step loop (train.skip_dead)
+        neurons_stepped=int(min(result.widths or [result.final.a.shape[1]])),
+        notes="\n".join(batch.notes))
+    ds = xr.Dataset(variables, coords=coords, attrs=attrs.to_attrs())
+    if batch.log_lambda is not None and np.all(batch.log_lambda < 0):
         # TBLEL's accelerated time t / log(1/lambda) (docs/math.md §3.2)
         ds = ds.assign_coords(time_accelerated=(("run", "time"),
-                                                ds.time.values[None] / -batch.log_scale[:, None]))
-        ds = ds.assign_coords(init_scale=("run", np.exp(batch.log_scale)))
+                                                ds.time.values[None] / -batch.log_lambda[:, None]))
+        ds = ds.assign_coords(init_scale=("run", np.exp(batch.log_lambda)))
     for name in result.records:
         ds[name].attrs["description"] = PROBES[name].description
     return ds

@@ -84,24 +84,24 @@ def precision_verdict(rel: np.ndarray, tol: float | None) -> str:
 @dataclass(frozen=True)
 class Precision:
     """The precision every experiment of a job trains in: float64 (the default, experiments
-    as given), or float32 with the first ``certify`` runs of every batch rerun in float64 and
+    as given), or float32 with the first ``reruns`` runs of every batch rerun in float64 and
     their distances recorded (``tol``: the relative distance required to pass; docs/math.md
-    §8.13). What ``shallowflow reproduce --dtype float32 --certify-precision K`` sets."""
+    §8.13). What ``shallowflow reproduce --dtype float32 --precision-certificate K`` sets."""
 
     dtype: Literal["float64", "float32"] = "float64"
-    certify: int = 0
+    reruns: int = 0
     tol: float | None = None
 
     def __post_init__(self) -> None:
         if self.dtype not in ("float64", "float32"):
             raise ValueError(f"--dtype: must be float64 or float32, got {self.dtype!r}")
-        if self.certify < 0:
-            raise ValueError(f"--certify-precision: must be >= 0, got {self.certify}")
-        if self.certify and self.dtype != "float32":
-            raise ValueError(f"--certify-precision: reruns float32 runs in float64; needs "
+        if self.reruns < 0:
+            raise ValueError(f"--precision-certificate: must be >= 0, got {self.reruns}")
+        if self.reruns and self.dtype != "float32":
+            raise ValueError(f"--precision-certificate: reruns float32 runs in float64; needs "
                              f"--dtype float32 (got {self.dtype})")
-        if self.tol is not None and not (self.certify and self.tol > 0):
-            raise ValueError(f"--certify-precision-tol: needs --certify-precision >= 1 and a "
+        if self.tol is not None and not (self.reruns and self.tol > 0):
+            raise ValueError(f"--precision-certificate-tol: needs --precision-certificate >= 1 and a "
                              f"tolerance > 0 (got {self.tol:g})")
 
     @property
@@ -112,8 +112,8 @@ class Precision:
         """``exp`` trained in this precision (unchanged for the default)."""
         if self.default:
             return exp
-        return exp.with_train(dtype=self.dtype, certify_precision=self.certify,
-                              certify_precision_tol=self.tol)
+        return exp.with_train(dtype=self.dtype, precision_certificate=self.reruns,
+                              precision_certificate_tol=self.tol)
 
     def describe(self, rel: np.ndarray | None = None) -> str:
         """One line for a report: the dtype and, for certified float32, the verdict over the
@@ -121,10 +121,10 @@ class Precision:
         if self.dtype == "float64":
             return "float64 (the default)."
         text = "float32"
-        if not self.certify:
+        if not self.reruns:
             return text + ", not certified."
         if rel is None or not rel.size:
-            return text + f"; {self.certify} run(s) of every batch rerun in float64."
+            return text + f"; {self.reruns} run(s) of every batch rerun in float64."
         return text + f"; {precision_verdict(rel, self.tol)}."
 
 

@@ -13,9 +13,9 @@ through :func:`plan` and :func:`execute` (docs/architecture.md, "Training"):
 3. :func:`train` does both and hands back, per experiment, the Dataset of its runs (dims
    ``run, time, neuron, ...``; ``run`` counts that experiment's runs from 0), with the training
    data attached on request;
-4. :func:`train_protocols` drives several :data:`Protocol` s, chains of training steps where
+4. :func:`train_chains` drives several :data:`Chain` s, chains of training steps where
    each step depends on the results of the one before (a threshold search), side by side: a
-   step's batches go to the executor as soon as the step is known, so no protocol waits for
+   step's batches go to the executor as soon as the step is known, so no chain waits for
    another. :func:`train` is the one-step case.
 
 A batch's record schedule is the union of its runs' schedules (given as steps, flow times,
@@ -132,7 +132,7 @@ def execute(task: Callable[[Batch, StepCallback | None], R], batches: Sequence[B
     progress display; yields ``(batch, result)`` as batches finish. ``done_runs``: runs finished
     before (a resumed sweep), counted in the display. ``batches`` may be a list that the caller
     extends while it consumes the results: what it appends before asking for the next result is
-    run too (:func:`train_protocols`), and counted in the display.
+    run too (:func:`train_chains`), and counted in the display.
 
     A batch whose task raises does not stop the others: once every batch has been tried,
     :class:`~shallowflow.errors.BatchesFailed` names each failed batch (``name(batch)``) with
@@ -166,7 +166,7 @@ def execute(task: Callable[[Batch, StepCallback | None], R], batches: Sequence[B
         raise BatchesFailed(failed, counted - len(failed)) from failed[0][1].error
 
 
-Protocol = Generator[Sequence[Experiment], list[xr.Dataset], Any]
+Chain = Generator[Sequence[Experiment], list[xr.Dataset], Any]
 """A chain of training steps: it yields the experiments it needs trained next, receives their
 Datasets (one per experiment, as :func:`train` returns them) and finally returns its result."""
 
@@ -202,47 +202,47 @@ def train(experiments: Experiment | Sequence[Experiment], *, label: str = "",
     called with each finished batch's Dataset (e.g. to collect its certificates).
     """
     exps = [experiments] if isinstance(experiments, Experiment) else list(experiments)
-    return train_protocols([_once(exps)], label=label, show_progress=show_progress,
+    return train_chains([_once(exps)], label=label, show_progress=show_progress,
                            executor=executor, max_batch=max_batch, keep_data=keep_data,
                            runs=runs, force=force, store=store, precision=precision,
                            on_batch=on_batch, reserve=reserve)[0]
 
 
-def _once(experiments: list[Experiment]) -> Protocol:
-    """The protocol of one step: train ``experiments``, return their Datasets."""
+def _once(experiments: list[Experiment]) -> Chain:
+    """The chain of one step: train ``experiments``, return their Datasets."""
     return (yield experiments)
 
 
 @dataclass
 class _Step:
-    """A step of protocol ``protocol`` in training: per experiment, its finished parts
+    """A step of chain ``chain`` in training: per experiment, its finished parts
     ``(first run index, Dataset)``, and the number of its batches still out."""
 
-    protocol: int
+    chain: int
     parts: list[list[tuple[int, xr.Dataset]]]
     waiting: int = 0
 
 
-def train_protocols(protocols: Sequence[Protocol], *, label: str = "",
+def train_chains(chains: Sequence[Chain], *, label: str = "",
                     show_progress: bool = True, executor: Executor | None = None,
                     max_batch: int = 4096, keep_data: bool = False,
                     runs: Sequence[int] | None = None, force: bool = False,
                     store: Path | None = None, precision: Precision = DEFAULT_PRECISION,
                     on_batch: Callable[[xr.Dataset], None] | None = None,
                     reserve: float = 0.0) -> list[Any]:
-    """Drive every protocol to its end and return their results, in order.
+    """Drive every chain to its end and return their results, in order.
 
     Each step is trained as :func:`train` would train it alone (the same batches, ids and
     Datasets; ``runs``, ``keep_data``, ``store``, ``reserve``, ``force``, ``precision``, ``on_batch``: as
     there, for every step; the memory and disk checks are made per step), but the batches of all
-    protocols share one executor run: a step's batches are handed to the executor as soon as
-    the step is known, while the other protocols' batches run. So independent chains (a
-    threshold search per d) never wait for each other, and a step that a protocol's results
-    decide needs no barrier across protocols. A protocol's result depends on its own steps
+    chains share one executor run: a step's batches are handed to the executor as soon as
+    the step is known, while the other chains' batches run. So independent chains (a
+    threshold search per d) never wait for each other, and a step that a chain's results
+    decide needs no barrier across chains. A chain's result depends on its own steps
     only, so it is the same whichever executor runs them, and in whatever order batches
     finish."""
-    protocols = list(protocols)
-    results: list[Any] = [None] * len(protocols)
+    chains = list(chains)
+    results: list[Any] = [None] * len(chains)
     pending: list[Batch] = []  # grows while the executor runs: it runs what is appended
     step_of: dict[int, _Step] = {}  # id(batch) -> its step
     stored: list[tuple[Batch, xr.Dataset]] = []  # batches found in the store (a resume)
@@ -251,9 +251,9 @@ def train_protocols(protocols: Sequence[Protocol], *, label: str = "",
         saved.prepare()
 
     def advance(k: int, datasets: list[xr.Dataset] | None) -> None:
-        """Send protocol ``k`` its step's Datasets; plan the batches of the step it asks for."""
+        """Send chain ``k`` its step's Datasets; plan the batches of the step it asks for."""
         try:
-            exps = [precision.apply(e) for e in protocols[k].send(datasets)]
+            exps = [precision.apply(e) for e in chains[k].send(datasets)]
         except StopIteration as end:
             results[k] = end.value
             return
@@ -279,7 +279,7 @@ def train_protocols(protocols: Sequence[Protocol], *, label: str = "",
 
     def finish(batch: Batch, ds: xr.Dataset) -> None:
         """File a finished batch's runs under its step's experiments; a complete step goes
-        back to its protocol."""
+        back to its chain."""
         step = step_of.pop(id(batch))
         if on_batch is not None:
             on_batch(ds)
@@ -291,13 +291,13 @@ def train_protocols(protocols: Sequence[Protocol], *, label: str = "",
             step.parts[j].append((batch.refs[pos[0]].index, part))
         step.waiting -= 1
         if not step.waiting:
-            advance(step.protocol, [_assemble(p) for p in step.parts])
+            advance(step.chain, [_assemble(p) for p in step.parts])
 
     def drain() -> None:
         while stored:
             finish(*stored.pop())
 
-    for k in range(len(protocols)):
+    for k in range(len(chains)):
         advance(k, None)
     done_runs = sum(b.size for b, _ in stored)  # read back, shown as done (a resume)
     drain()
@@ -333,7 +333,7 @@ def _assemble(parts: list[tuple[int, xr.Dataset]]) -> xr.Dataset:
 @dataclass(frozen=True)
 class Trainer:
     """What a reproduction's ``simulate`` gets: :func:`train` (calling it) and
-    :func:`train_protocols` (:meth:`protocols`) bound to the caller's progress display,
+    :func:`train_chains` (:meth:`chains`) bound to the caller's progress display,
     executor, ``force``, ``store`` (with the disk ``reserve`` its caller writes after training)
     and ``precision``; their other keyword arguments are passed through. It keeps the precision
     certificates of every batch it trained (``distances``)."""
@@ -360,8 +360,8 @@ class Trainer:
                  **options: Any) -> list[xr.Dataset]:
         return train(experiments, **self._bound(), **options)
 
-    def protocols(self, protocols: Sequence[Protocol], **options: Any) -> list[Any]:
-        return train_protocols(protocols, **self._bound(), **options)
+    def chains(self, chains: Sequence[Chain], **options: Any) -> list[Any]:
+        return train_chains(chains, **self._bound(), **options)
 
 
 def trainer(show_progress: bool = True, executor: Executor | None = None,

@@ -105,9 +105,9 @@ def estimate(jobs: Sequence[tuple[Experiment, int]], max_batch: int = 4096,
         held += runs * per_run
         planned += runs * PLAN_BYTES_PER_RUN
         disk += runs * per_run + shared + FILE_BYTES * -(-runs // R)  # a file per batch
-        reruns = 2 ** (exp.train.certify + 1) - 1  # the run, then at lr/2 (2x), lr/4 (4x)
+        reruns = 2 ** (exp.train.step_certificate + 1) - 1  # the run, then at lr/2 (2x), lr/4 (4x)
         flops += 4.0 * n * d * p * steps * runs * reruns
-        sampled = min(exp.train.certify_precision, R) * -(-runs // R)  # float64 reruns
+        sampled = min(exp.train.precision_certificate, R) * -(-runs // R)  # float64 reruns
         flops += 4.0 * n * d * p * steps * sampled
     in_flight = sum(heapq.nlargest(IN_FLIGHT, workings))  # the batches trained at once
     return Estimate(RUNTIME_BYTES + planned + in_flight + (2 * held if hold else 0), disk, flops)

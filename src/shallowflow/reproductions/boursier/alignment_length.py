@@ -217,9 +217,9 @@ def draw(ds: xr.Dataset, P: AlignmentParams) -> list[Figure]:
                    "t/log(1/lambda) for the first seed at each lambda.")]
 
 
-# -------------------------------------------------------------------------------- protocol
-def protocol(ds: xr.Dataset, P: AlignmentParams) -> list[Section]:
-    """Sections "Protocol", "Phase ends" and "Run time"."""
+# ---------------------------------------------------------------------------------- method
+def method(ds: xr.Dataset, P: AlignmentParams) -> list[Section]:
+    """Sections "Method", "Phase ends" and "Run time"."""
     tab = phase_table(ds, P)
     rows = ["| lambda | seed | parametrisation | alignment time | end of Phase 2a | aligned "
             "fraction there (last record before / first after) |", "|---|---|---|---|---|---|"]
@@ -228,7 +228,7 @@ def protocol(ds: xr.Dataset, P: AlignmentParams) -> list[Section]:
                     f"{int(ds['seed'].values[r])} | {ds['parametrisation'].values[r]} | "
                     f"{tab['alignment'][r]:.4g} | {tab['phase2a'][r]:.4g} | {tab['frac'][r]:.3f}"
                     f" / {tab['frac_after'][r]:.3f} |")
-    return [("Protocol", (
+    return [("Method", (
         f"3-point data, balanced initialisation (Gaussian w~, a = +-||w~||) at lambda times "
         f"1/sqrt(m), m = {P.m}, {P.runs} seeds per lambda; GD lr = {P.lr:g}, {P.steps:,} steps "
         f"(flow time {P.lr * P.steps:g}), float64; parametrisation 'auto' (log-norm once "
@@ -240,5 +240,5 @@ def protocol(ds: xr.Dataset, P: AlignmentParams) -> list[Section]:
 REPRODUCTION = Reproduction(
     "bf-alignment", "length of the early alignment phase against log(1/lambda)",
     "Boursier, Flammarion (002), Theorem 1 (new figure)", params=AlignmentParams,
-    presets=PRESETS, simulate=simulate, judge=judge, draw=draw, protocol=protocol,
+    presets=PRESETS, simulate=simulate, judge=judge, draw=draw, method=method,
     summary=SUMMARY)

@@ -25,6 +25,7 @@ import xarray as xr
 from pydantic import Field
 
 from shallowflow.analysis.curves import BF_ALIGN_LEVEL
+from shallowflow.model.run_attrs import RunAttrs
 from shallowflow.plots.labels import lambda_label
 from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, run_time
 from shallowflow.reproductions.boursier.phases import (
@@ -86,7 +87,7 @@ def simulate(P: Fig2Params, train: Trainer) -> xr.Dataset:
     ds = train([exp], label=f"bf-fig2: m {P.m}, lr {P.lr:g}", keep_data=True)[0]
     keep = ["loss", "a", "W", "output", "a_init", "W_init", "X", "y", "stop_reason", "end_step"]
     out = ds[keep]
-    out.attrs.update(lr=P.lr, kappa=float(ds.attrs.get("kappa", 1.0)),
+    out.attrs.update(lr=P.lr, kappa=RunAttrs.of(ds).kappa,
                      loss="mse (1/n) sum r^2", simulate_wall_s=time.perf_counter() - start)
     return out
 
@@ -265,9 +266,9 @@ def draw(ds: xr.Dataset, P: Fig2Params) -> list[Figure]:
                    "against flow time, with the detected phase ends.")]
 
 
-# -------------------------------------------------------------------------------- protocol
-def protocol(ds: xr.Dataset, P: Fig2Params) -> list[Section]:
-    """Sections "Protocol", "Phase ends" and "Run time"."""
+# ---------------------------------------------------------------------------------- method
+def method(ds: xr.Dataset, P: Fig2Params) -> list[Section]:
+    """Sections "Method", "Phase ends" and "Run time"."""
     M = run_measures(ds, 0, P.delta)
     X, y = data_of(ds)
     steps = int(ds["end_step"].values[0])
@@ -275,7 +276,7 @@ def protocol(ds: xr.Dataset, P: Fig2Params) -> list[Section]:
     for p in PHASES:
         k = M.index(p)
         rows.append(f"| {p} | {M.phases[p]:.5g} | {M.phases[p] / P.lr:,.0f} | t = {M.t[k]:.5g} |")
-    return [("Protocol", (
+    return [("Method", (
         f"3-point data x = {np.round(X[:, 0], 4).tolist()} with a hidden bias, "
         f"y = {np.round(y, 4).tolist()}; m = {P.m}, balanced initialisation (Gaussian "
         f"w~, a = +-||w~||) at lambda = {lambda_label(P.log10_lambda)} times 1/sqrt(m), seed "
@@ -289,4 +290,4 @@ def protocol(ds: xr.Dataset, P: Fig2Params) -> list[Section]:
 REPRODUCTION = Reproduction(
     "bf-fig2", "early alignment and convergence to the OLS stationary point on 3 points",
     "Boursier, Flammarion (002), Figure 2", params=Fig2Params, presets=PRESETS,
-    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY)
+    simulate=simulate, judge=judge, draw=draw, method=method, summary=SUMMARY)

@@ -217,15 +217,15 @@ def draw(ds: xr.Dataset, P: Fig3Params) -> list[Figure]:
             Figure("fig3_loss", fig, "Training loss with the detected growth events (shaded).")]
 
 
-# -------------------------------------------------------------------------------- protocol
-def protocol(ds: xr.Dataset, P: Fig3Params) -> list[Section]:
-    """Sections "Protocol", "Events" and "Run time"."""
+# ---------------------------------------------------------------------------------- method
+def method(ds: xr.Dataset, P: Fig3Params) -> list[Section]:
+    """Sections "Method", "Events" and "Run time"."""
     M = measures(ds)
     rows = ["| snapshot | flow time | loss | empty cones |", "|---|---|---|---|"]
     names = ["initialisation"] + [f"after growth {i + 1}" for i in range(len(M["events"]))] + ["end"]
     for s, k, e in zip(names, M["idx"], M["empty"], strict=True):
         rows.append(f"| {s} | {M['t'][k]:.5g} | {M['loss'][k]:.5g} | {int(e)} of {M['cones']} |")
-    return [("Protocol", (
+    return [("Method", (
         f"Stewart data, n = {P.n} (seed {P.seed}), hidden bias; unbalanced Gaussian "
         f"initialisation at lambda = {lambda_label(P.log10_lambda)} times 1/sqrt(m), m = {P.m}; "
         f"GD lr = {P.lr:g}, {P.steps:,} steps (flow time {P.lr * P.steps:g}), float64, "
@@ -237,4 +237,4 @@ def protocol(ds: xr.Dataset, P: Fig3Params) -> list[Section]:
 REPRODUCTION = Reproduction(
     "bf-fig3", "loss of omnidirectionality and a spurious limit on Stewart et al.'s data",
     "Boursier, Flammarion (002), Figure 3", params=Fig3Params, presets=PRESETS,
-    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY)
+    simulate=simulate, judge=judge, draw=draw, method=method, summary=SUMMARY)

@@ -8,7 +8,7 @@ omnidirectional and the network reaches a global minimum (zero loss) on Assumpti
 the 3-point data of Fig. 2, each scheme at several widths and seeds, lambda = 1e-3 (times
 1/sqrt(m)), GD on (1/n) sum (h - y)^2; every end point is polished (Newton, to the nearest
 stationary point) and classified by the stationary-point certificate (docs/math.md §9:
-``train.certify_end``). The verdict counts are reported as they come out.
+``train.end_state``). The verdict counts are reported as they come out.
 
 Saved Dataset (``results.nc``): per run (dim ``run``) its scheme, width and seed, the loss
 curve (``run, time``) and the certificate's numbers (``end_label``, ``end_local_minimum``,
@@ -72,7 +72,7 @@ def simulate(P: InitParams, train: Trainer) -> xr.Dataset:
     start = time.perf_counter()
     exps = [bf_experiment(data={"kind": "three_point"}, m=m, scheme=s, log10_lambda=P.log10_lambda,
                           lr=P.lr, steps=P.steps, seed=P.seed, runs=P.runs, points=P.points,
-                          snapshots=False, probes=("loss",), polish="newton", certify_end=True,
+                          snapshots=False, probes=("loss",), polish="newton", end_state=True,
                           name=f"bf-init-{s}-m{m}")
             for s in SCHEMES for m in P.widths]
     dss = train(exps, label="bf-init", keep_data=True)
@@ -249,15 +249,15 @@ def draw(ds: xr.Dataset, P: InitParams) -> list[Figure]:
                    "verdicts of the stationary-point certificate (docs/math.md §9.6) per scheme.")]
 
 
-# -------------------------------------------------------------------------------- protocol
-def protocol(ds: xr.Dataset, P: InitParams) -> list[Section]:
-    """Sections "Protocol", "End states" and "Run time"."""
+# ---------------------------------------------------------------------------------- method
+def method(ds: xr.Dataset, P: InitParams) -> list[Section]:
+    """Sections "Method", "End states" and "Run time"."""
     rows = ["| scheme | m | seed | final loss | verdict | reason |", "|---|---|---|---|---|---|"]
     for r in range(ds.sizes["run"]):
         rows.append(f"| {ds['scheme'].values[r]} | {int(ds['width'].values[r])} | "
                     f"{int(ds['seed'].values[r])} | {float(ds['loss'].values[r, -1]):.9g} | "
                     f"{ds['end_label'].values[r]} | {ds['end_reason'].values[r]} |")
-    return [("Protocol", (
+    return [("Method", (
         f"3-point data of Fig. 2 with a hidden bias; schemes balanced (Gaussian w~, a = "
         f"+-||w~||), dominated (w~ uniform, a = +-sqrt(2)), unbalanced (Gaussian w~ and a); "
         f"lambda = {lambda_label(P.log10_lambda)} times 1/sqrt(m); widths {P.widths}, "
@@ -273,5 +273,5 @@ def protocol(ds: xr.Dataset, P: InitParams) -> list[Section]:
 REPRODUCTION = Reproduction(
     "bf-init", "nature of the 3-point limit: balanced, dominated and unbalanced starts",
     "Boursier, Flammarion (002), Section 5 remarks (new figure)", params=InitParams,
-    presets=PRESETS, simulate=simulate, judge=judge, draw=draw, protocol=protocol,
+    presets=PRESETS, simulate=simulate, judge=judge, draw=draw, method=method,
     summary=SUMMARY)

@@ -35,6 +35,7 @@ import xarray as xr
 
 from shallowflow.analysis.curves import bf_phase_ends
 from shallowflow.config import Experiment
+from shallowflow.model.run_attrs import RunAttrs
 from shallowflow.theory.bf_alignment import DEFAULT_DELTA, alignment
 from shallowflow.theory.extremal import CriticalSet, extremal_vectors, residual_weights
 from shallowflow.theory.ols import OLSFit, ols
@@ -53,7 +54,7 @@ SCHEMES = {"balanced": {"scheme": "balanced", "radial": "gaussian"},
 def bf_experiment(*, data: dict[str, Any], m: int, scheme: str, log10_lambda: float, lr: float,
                   steps: int, seed: int = 0, runs: int = 1, points: int = 100,
                   snapshots: bool = True, probes: Sequence[str] = ("loss", "a", "output"),
-                  polish: str = "none", certify_end: bool = False, onedim: str = "auto",
+                  polish: str = "none", end_state: bool = False, onedim: str = "auto",
                   parametrisation: str = "auto", name: str = "bf") -> Experiment:
     """One setting of the paper's protocol (module docstring): ``scheme`` one of :data:`SCHEMES`,
     initial scale lambda = 10^log10_lambda given by its natural log (``init.log_scale``, so any
@@ -66,7 +67,7 @@ def bf_experiment(*, data: dict[str, Any], m: int, scheme: str, log10_lambda: fl
         "init": {**SCHEMES[scheme], "log_scale": log10_lambda * math.log(10), "width_scaling": True},
         "train": {"loss": "mse", "lr": lr, "steps": steps, "onedim": onedim,
                   "parametrisation": parametrisation, "polish": polish,
-                  "certify_end": certify_end},
+                  "end_state": end_state},
         "record": {"points": points, "probes": list(probes), "snapshots": snapshots},
     })
 
@@ -110,7 +111,7 @@ class RunMeasures:
 
 
 _last_measures: list[Any] = []  # [weakref to the Dataset, arguments, RunMeasures]: judge, draw
-# and protocol read the same saved run; the weak reference keeps no Dataset alive
+# and method read the same saved run; the weak reference keeps no Dataset alive
 
 
 def run_measures(ds: xr.Dataset, run: int = 0, delta: float = DEFAULT_DELTA,
@@ -217,7 +218,7 @@ def snapshot_panels(ds: xr.Dataset, indices: Sequence[int], titles: Sequence[str
     floor = default_floor(one["W_init"].values)
     norms = np.sqrt((one["W"] ** 2).sum("dim")).values
     rmax = float(shifted_log_radius(np.array(np.nanmax(norms)), floor)) or 1.0
-    kappa = float(ds.attrs.get("kappa", 1.0))
+    kappa = RunAttrs.of(ds).kappa
     grid = np.linspace(min(-1.0, X[:, 0].min()), max(1.0, X[:, 0].max()), 201)
     outs = [network_function(one["a"].values[k], one["W"].values[k], grid, kappa) for k in indices]
     lo = min(0.0, float(np.min(y)), *(float(o.min()) for o in outs))

@@ -32,7 +32,7 @@ from shallowflow.analysis.curves import max_rise
 from shallowflow.config import Experiment, experiment_from_mapping
 from shallowflow.theory.good_init import good_init_event, neurons_for
 from shallowflow.theory.training_budget import budget, threshold
-from shallowflow.training.entry import Protocol, Trainer
+from shallowflow.training.entry import Chain, Trainer
 
 
 def convergence_experiment(n: int, d: int, p: int | None, runs: int, seed: int,
@@ -115,8 +115,8 @@ def convergence_grids(requests: Sequence[GridRequest], train: Trainer) -> list[x
             for req, group, a, b in zip(requests, exps, starts[:-1], starts[1:], strict=True)]
 
 
-def grid_steps(request: GridRequest) -> Protocol:
-    """One grid as a step of a :data:`~shallowflow.training.entry.Protocol` (``yield from`` it in a
+def grid_steps(request: GridRequest) -> Chain:
+    """One grid as a step of a :data:`~shallowflow.training.entry.Chain` (``yield from`` it in a
     protocol trained with ``keep_data=True``): its experiments in one step; returns the grid."""
     exps = request.experiments()
     return _grid(request, exps, (yield exps))

@@ -36,6 +36,7 @@ from scipy.optimize import brentq
 from shallowflow.analysis.curves import first_crossing
 from shallowflow.config import Experiment, experiment_from_mapping
 from shallowflow.model import initialisation as inits
+from shallowflow.model.run_attrs import RunAttrs
 from shallowflow.precision import float64
 from shallowflow.reproductions.base import Figure, Params, Reproduction, Section
 from shallowflow.reproductions.claims import Claim
@@ -142,7 +143,7 @@ def gd_curves(ds: xr.Dataset, p: int) -> tuple[xr.Dataset, group.GroupProblem]:
          "norm_sq_closed": (("record", "neuron"), group.neuron_norm_sq(prob, t).values),
          "loss_limit": ("record", group.limit_loss(prob, t).values),
          "t_n": ((), t_n),
-         "span": ((), int(ds.attrs["span"]))},
+         "span": ((), RunAttrs.of(ds).span)},
         coords={"record": np.arange(t.size), "neuron": np.arange(p)})
     return curves, prob
 
@@ -452,11 +453,11 @@ def draw(ds: xr.Dataset, P: Fig2Params) -> list[Figure]:
     return [draw_transition(ds, P), draw_checks(ds, P)]
 
 
-def protocol(ds: xr.Dataset, P: Fig2Params) -> list[Section]:
+def method(ds: xr.Dataset, P: Fig2Params) -> list[Section]:
     """The problem, the initialisation, the steps and where the closed forms come from."""
     p = len(P.levels)
     in_span = int(ds["span"].isel(n=0).sel(lr=P.lr))
-    return [("Protocol", (
+    return [("Method", (
         f"p = {p} groups of k = n/{p} orthonormal points (X = I_n) with labels {list(P.levels)}; "
         "neuron j starts as w_j = (1/sqrt k) sum of its group's points (the library's group "
         "initialisation, direction 'aligned'), a_j = ||w_j|| = 1, so N_0 = 1 and c_0 = 1. "
@@ -471,7 +472,7 @@ def protocol(ds: xr.Dataset, P: Fig2Params) -> list[Section]:
 REPRODUCTION = Reproduction(
     "dana-fig2", "phase transition of the group dynamics",
     "Dana, Pillaud-Vivien, Bach (000), Figure 2 and Theorem 2", Fig2Params, PRESETS,
-    simulate, judge, draw, protocol,
+    simulate, judge, draw, method,
     summary="Phase transitions of the loss of a two-neuron group-initialised network on "
             "orthonormal data (Figure 2 and Theorem 2 of the paper): the closed form at the "
             "paper's n and gradient descent at moderate n.")

@@ -225,7 +225,7 @@ def judge(ds: xr.Dataset, P: Fig3Params) -> list[Claim]:
     return [transition_claim(r, P), *([final] if final is not None else []), lemma5_claim(r)]
 
 
-# ------------------------------------------------------------------------- draw and protocol
+# --------------------------------------------------------------------------- draw and method
 STYLES = {("gaussian", "text"): ("C0", "o", "-"), ("gaussian", "code"): ("C1", "s", "--"),
           ("uniform", "text"): ("C2", "^", ":"), ("uniform", "code"): ("C3", "v", ":")}
 
@@ -265,13 +265,13 @@ def draw(ds: xr.Dataset, P: Fig3Params) -> list[Figure]:
                    "runs).")]
 
 
-def protocol(ds: xr.Dataset, P: Fig3Params) -> list[Section]:
+def method(ds: xr.Dataset, P: Fig3Params) -> list[Section]:
     r = read_results(ds)
     gs = r.grids["gaussian"]
     rise = float(np.max(np.concatenate([g.max_rise.values.ravel() for g in gs])))
     gap = int(sum(int(g.text_rule_gap.sum()) for g in gs))
     p_all = np.concatenate([g.p.values for g in gs])
-    return [("Protocol", (
+    return [("Method", (
         f"Sphere data (x = rho u, rho ~ U[1,2]), labels eps U[1,2], a fresh data set and "
         f"initialisation per run; d = {P.d}, n = {r.ns[0]}..{r.ns[-1]} step {P.n_step}, "
         f"p = p(n, 0.05) = {int(p_all.min())}..{int(p_all.max())}; GD lr = 1, T = p for "
@@ -287,6 +287,6 @@ def protocol(ds: xr.Dataset, P: Fig3Params) -> list[Section]:
 REPRODUCTION = Reproduction(
     "dana-fig3", "convergence probability and final loss against n",
     "Dana, Pillaud-Vivien, Bach (000), Figure 3", Fig3Params, PRESETS,
-    simulate, judge, draw, protocol,
+    simulate, judge, draw, method,
     summary="Convergence probability of DPB's two-layer ReLU network on random sphere data as "
             "the number of points n grows at fixed dimension d (Figure 3 of the paper).")

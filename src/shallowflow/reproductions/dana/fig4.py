@@ -1,7 +1,7 @@
 """dana-fig4: the convergence threshold N(d, p = 30) against d (paper: linear in d).
 
 Paper (000 §5.1, Fig. 4; docs/math.md §5): d = 10..100, p = 30, n from N - 15d to N + 15d in
-steps of d. Protocol: :mod:`shallowflow.reproductions.dana.threshold`.
+steps of d. Method: :mod:`shallowflow.reproductions.dana.threshold`.
 """
 
 from __future__ import annotations
@@ -68,6 +68,6 @@ SCAN = ThresholdScan("d", "linearly", linear_rule)
 
 REPRODUCTION = Reproduction(
     "dana-fig4", "convergence threshold against d", "Dana, Pillaud-Vivien, Bach (000), Figure 4",
-    Fig4Params, PRESETS, SCAN.simulate, SCAN.judge, SCAN.draw, SCAN.protocol,
+    Fig4Params, PRESETS, SCAN.simulate, SCAN.judge, SCAN.draw, SCAN.method,
     summary="The convergence threshold N(d, p) of DPB's network on sphere data against the "
             "dimension d at fixed width p (Figure 4 of the paper).")

@@ -1,6 +1,6 @@
 """dana-fig5: the convergence threshold N(d = 30, p) against p (paper: sub-linear in p).
 
-Paper (000 §5.1, Fig. 5; docs/math.md §5): d = 30, p = 50..400. Protocol:
+Paper (000 §5.1, Fig. 5; docs/math.md §5): d = 30, p = 50..400. Method:
 :mod:`shallowflow.reproductions.dana.threshold`.
 """
 
@@ -60,6 +60,6 @@ SCAN = ThresholdScan("p", "sub-linearly", sublinear_rule)
 
 REPRODUCTION = Reproduction(
     "dana-fig5", "convergence threshold against p", "Dana, Pillaud-Vivien, Bach (000), Figure 5",
-    Fig5Params, PRESETS, SCAN.simulate, SCAN.judge, SCAN.draw, SCAN.protocol,
+    Fig5Params, PRESETS, SCAN.simulate, SCAN.judge, SCAN.draw, SCAN.method,
     summary="The convergence threshold N(d, p) of DPB's network on sphere data against the "
             "width p at fixed dimension d (Figure 5 of the paper).")

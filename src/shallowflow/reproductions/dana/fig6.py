@@ -35,6 +35,7 @@ from pydantic import Field, model_validator
 
 from shallowflow.analysis.fits import bootstrap_slope, positive_mean
 from shallowflow.config import Experiment, experiment_from_mapping
+from shallowflow.model.run_attrs import RunAttrs
 from shallowflow.reproductions.base import Figure, Params, Reproduction, Section
 from shallowflow.reproductions.claims import Claim, band_verdict
 from shallowflow.reproductions.fields import Runs, Seed
@@ -155,8 +156,8 @@ def run_point(exp: Experiment, train: Trainer, chunk: int, avg_epochs: int) -> x
                      coords={"run": np.arange(exp.runs), "epoch": np.arange(E + 1)})
     out["converged_text"] = ("run", converged(out.final_loss.values,
                                               threshold(n, "paper", out.C_y_minus.values)))
-    out["span"] = ("run", np.full(exp.runs, int(ds.attrs["span"])))
-    out.attrs.update({"n": n, "p": exp.model.width, "epochs": E, "notes": ds.attrs["notes"]})
+    out["span"] = ("run", np.full(exp.runs, RunAttrs.of(ds).span))
+    out.attrs.update({"n": n, "p": exp.model.width, "epochs": E, "notes": RunAttrs.of(ds).notes})
     return out
 
 
@@ -175,7 +176,7 @@ def measure_grid(P: Fig6Params, first_layer: str, runs: int, train: Trainer
               .assign_coords(p=("n", [part.attrs["p"]]), epochs=("n", [part.attrs["epochs"]]))
               for part in parts]
     out = xr.concat(padded, dim="n", combine_attrs="drop")
-    out.attrs["notes"] = parts[0].attrs["notes"]
+    out.attrs["notes"] = RunAttrs.of(parts[0]).notes
     return out.assign_coords(first_layer=("run", [first_layer] * runs)), wall
 
 
@@ -437,7 +438,7 @@ def draw(ds: xr.Dataset, P: Fig6Params) -> list[Figure]:
                    "I.")]
 
 
-def protocol(ds: xr.Dataset, P: Fig6Params) -> list[Section]:
+def method(ds: xr.Dataset, P: Fig6Params) -> list[Section]:
     """The Exp. 2 protocol with its run statistics, and the wall time per first layer."""
     g, ns = runs_of(ds, "gaussian"), ds.n.values
     good = float(g.good_init.mean())
@@ -448,7 +449,7 @@ def protocol(ds: xr.Dataset, P: Fig6Params) -> list[Section]:
                        f"({runs_of(ds, str(layer)).sizes['run']} runs per n)"
                        for layer, wall in zip(ds.layer.values, ds.wall_s.values, strict=True))
     return [
-        ("Protocol", (
+        ("Method", (
             f"Orthogonal data x_i = rho_i e_i (canonical basis, rho ~ U[1,2]), labels eps "
             f"U[1,2], d = {P.d}, n = {ns[0]}..{ns[-1]} step {P.n_step}, p = p(n, 0.05) = "
             f"{int(g.p.min())}..{int(g.p.max())}; a fresh data set and initialisation per run; "
@@ -461,7 +462,7 @@ def protocol(ds: xr.Dataset, P: Fig6Params) -> list[Section]:
             f"(Lemma 5 bound >= {bound:.3f}); {100 * float(g.converged_text.mean()):.1f}% of the "
             f"runs end below the paper's threshold C_y^-/(2n). Data-span reduction (orthogonal "
             f"fast path): dataset attrs span = {in_span} "
-            f"({ds.attrs['notes'].replace(chr(10), '; ')}).")),
+            f"({RunAttrs.of(ds).notes.replace(chr(10), '; ')}).")),
         ("Wall time", (
             f"Training and measures on this machine: {timing}. Total "
             f"{float(ds.wall_s.sum()):.1f} s for {len(ns)} values of n.")),
@@ -471,7 +472,7 @@ def protocol(ds: xr.Dataset, P: Fig6Params) -> list[Section]:
 REPRODUCTION = Reproduction(
     "dana-fig6", "local-PL measures against n on orthogonal data",
     "Dana, Pillaud-Vivien, Bach (000), Figure 6 and App. B Experiment 2", Fig6Params, PRESETS,
-    simulate, judge, draw, protocol,
+    simulate, judge, draw, method,
     summary="Scaling of the local-PL curvature with n on orthogonal data (Figure 6 of the "
             "paper): the single-step and average curvature at the end of training and Lemma "
             "7's lower and upper bounds, with their log-log slopes.")

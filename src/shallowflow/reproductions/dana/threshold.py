@@ -1,7 +1,7 @@
 """The convergence threshold N(d, p) (DPB Figures 4 and 5; docs/math.md §1.4(13), §5).
 
 N is the n at which the probability of convergence (the paper's rule, L < C_y^-/(2n) within
-t_inf) crosses 1/2. Protocol for one (d, p): a coarse search with few runs brackets the crossing
+t_inf) crosses 1/2. The chain for one (d, p): a coarse search with few runs brackets the crossing
 (from n = 4d, multiplied by ``growth`` until fewer than half of the runs converge), then the
 paper's grid n = N0 - span d .. N0 + span d in steps of ``step`` d around the bracket's midpoint
 N0 is run with ``runs`` runs per n, and N is the binomial maximum-likelihood logistic fit
@@ -12,7 +12,7 @@ span = 15, step = 1.
 (dana-fig5): ``simulate`` runs the protocol at every value of the axis (the grids are saved with
 :func:`~shallowflow.reproductions.dana.convergence_grids.stack_grids`, ``grid`` = the axis value),
 ``judge`` fits linear, power-law and logarithmic laws to the thresholds and applies the figure's
-verdict rule, ``draw`` and ``protocol`` show the thresholds and the fits.
+verdict rule, ``draw`` and ``method`` show the thresholds and the fits.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from shallowflow.reproductions.dana.convergence_grids import (
     summarise,
 )
 from shallowflow.reproductions.fields import Runs, Seed
-from shallowflow.training.entry import Protocol, Trainer
+from shallowflow.training.entry import Chain, Trainer
 
 MAX_REL_WIDTH = 0.5  # thresholds less certain than this (median interval / N) decide nothing
 MIN_THRESHOLDS = 3  # laws are fitted to at least this many thresholds
@@ -65,19 +65,19 @@ def find_thresholds(points: Sequence[tuple[int, int, int]], runs: int, coarse_ru
                     span: float, step: float, train: Trainer, n_start: int | None = None,
                     growth: float = 1.5) -> list[xr.Dataset]:
     """:func:`find_threshold` at every ``(d, p, seed)`` of ``points``, side by side: each
-    point's search is a :data:`~shallowflow.training.entry.Protocol` (:func:`threshold_search`) and
-    ``train.protocols`` hands every step to the executor as soon as it is known, so one point's
+    point's search is a :data:`~shallowflow.training.entry.Chain` (:func:`threshold_search`) and
+    ``train.chains`` hands every step to the executor as soon as it is known, so one point's
     final grid trains while another is still bracketing. Each point's runs, seeds and decisions
     are those of its own :func:`find_threshold`."""
     dims = ", ".join(sorted({str(d) for d, _, _ in points}, key=int))
-    return train.protocols(
+    return train.chains(
         [threshold_search(d, p, seed, runs, coarse_runs, span, step, n_start, growth)
          for d, p, seed in points], keep_data=True, label=f"d = {dims}: threshold search")
 
 
 def threshold_search(d: int, p: int, seed: int, runs: int, coarse_runs: int, span: float,
-                     step: float, n_start: int | None = None, growth: float = 1.5) -> Protocol:
-    """The protocol of one (d, p) (module docstring): the coarse search, one n per step, then
+                     step: float, n_start: int | None = None, growth: float = 1.5) -> Chain:
+    """The chain of one (d, p) (module docstring): the coarse search, one n per step, then
     the final grid; returns the grid."""
     n = max(4, n_start or 4 * d)  # below ~4d the budget t_inf is tiny
     coarse: list[tuple[int, float]] = []
@@ -205,7 +205,7 @@ def scan_claim(scan: Scan, paper_law: str, rule: VerdictRule) -> Claim:
                  | code_rule_variants(scan))
 
 
-# ------------------------------------------------------------------------- draw and protocol
+# --------------------------------------------------------------------------- draw and method
 def draw_scan(scan: Scan, ylabel: str) -> Figure:
     """N against the axis with the law fits; the convergence probabilities behind each N."""
     import matplotlib.pyplot as plt
@@ -281,5 +281,5 @@ class ThresholdScan:
                   else f"threshold N(d = {fixed}, p)")
         return [draw_scan(read_scan(ds, self.axis), ylabel)]
 
-    def protocol(self, ds: xr.Dataset, P: Any) -> list[Section]:
+    def method(self, ds: xr.Dataset, P: Any) -> list[Section]:
         return [("Thresholds", threshold_tables(read_scan(ds, self.axis)))]

@@ -97,7 +97,8 @@ def reading(name: str) -> tuple[str, str]:
 def mmv_experiment(*, data: dict[str, Any], width: int = PAPER_WIDTH, alpha: float = PAPER_ALPHA,
                    lr: float = PAPER_LR, steps: int = PAPER_STEPS, loss: str = "exponential",
                    reduction: str = "mean", seed: int = 0, runs: int = 1, every: int = 100,
-                   at_steps: Sequence[int] = (), layers: str = "both", optimizer: str = "gd",
+                   at_steps: Sequence[int] = (), second_layer_rate: float = 1.0,
+                   optimizer: str = "gd",
                    batch_size: int | None = None, init: dict[str, Any] | None = None,
                    name: str = "mmv") -> Experiment:
     """One setting of the paper's protocol (module docstring): records the loss, ``a`` (= v) and
@@ -108,7 +109,7 @@ def mmv_experiment(*, data: dict[str, Any], width: int = PAPER_WIDTH, alpha: flo
         "model": {"width": width},
         "init": init if init is not None else {"scheme": "gaussian", "scale": alpha},
         "train": {"loss": loss, "reduction": reduction, "lr": lr, "steps": steps,
-                  "layers": layers, "optimizer": optimizer, "batch_size": batch_size},
+                  "second_layer_rate": second_layer_rate, "optimizer": optimizer, "batch_size": batch_size},
         "record": {"every": every, "points": 0, "at_steps": list(at_steps),
                    "probes": ["loss", "a"], "snapshots": True},
     })
@@ -116,7 +117,7 @@ def mmv_experiment(*, data: dict[str, Any], width: int = PAPER_WIDTH, alpha: flo
 
 def first_layer_init(seed: int, width: int, d: int, alpha: float) -> dict[str, Any]:
     """App. A.5's first-layer-only start: W_ij ~ N(0, alpha^2), v_j = +-1 with equal probability
-    (then fixed by ``train.layers = "first"``), drawn here with numpy's generator from ``seed``
+    (then fixed by ``train.second_layer_rate = 0``), drawn here with numpy's generator from ``seed``
     and given in memory (``init.scheme = "given"``)."""
     rng = np.random.default_rng(seed)
     W = alpha * rng.standard_normal((width, d))

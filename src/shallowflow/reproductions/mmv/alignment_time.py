@@ -65,6 +65,7 @@ import xarray as xr
 from pydantic import Field
 
 from shallowflow.analysis.fits import bootstrap_mean, scaling_fits, slope_interval
+from shallowflow.model.run_attrs import RunAttrs
 from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, run_time
 from shallowflow.reproductions.claims import Claim, band_verdict
 from shallowflow.reproductions.fields import Every, HiddenWidth, LearningRate, LossReading, Runs, Seed, Steps
@@ -187,7 +188,7 @@ def table(ds: xr.Dataset) -> dict[str, np.ndarray]:
     """Per run: series, angle, log(1/alpha), alignment and onset iterations, the t_1 bound in
     iterations, the horizon (last record) and the onset slope scale 1/lambda in iterations."""
     it = ds["iteration"].values
-    lr = float(ds.attrs["lr"])
+    lr = RunAttrs.of(ds).lr
     cones = ds["cones"].values
     loss = ds["loss"].values
     R = ds.sizes["run"]
@@ -434,9 +435,9 @@ def draw(ds: xr.Dataset, P: AlignmentTimeParams) -> list[Figure]:
                    "on the run's start, times n for the mean reduction).")]
 
 
-# -------------------------------------------------------------------------------- protocol
-def protocol(ds: xr.Dataset, P: AlignmentTimeParams) -> list[Section]:
-    """Sections "Protocol", "Measured" and "Run time"."""
+# ---------------------------------------------------------------------------------- method
+def method(ds: xr.Dataset, P: AlignmentTimeParams) -> list[Section]:
+    """Sections "Method", "Measured" and "Run time"."""
     tab = table(ds)
     rows = ["| series | mu | alpha | seed | alignment iteration | loss onset | t_1 bound "
             "(iterations) |", "|---|---|---|---|---|---|---|"]
@@ -445,7 +446,7 @@ def protocol(ds: xr.Dataset, P: AlignmentTimeParams) -> list[Section]:
                     f"1e{-tab['L'][r] / math.log(10):.0f} | {int(tab['seed'][r])} | "
                     f"{tab['align'][r]:.0f} | {tab['onset'][r]:.0f} | {tab['bound'][r]:.4g} |")
     toy = f" Toy set (mmv-fig6's, chosen there): {TOY_DESCRIPTION}." if P.toy else ""
-    return [("Protocol", (
+    return [("Method", (
         f"Two positive points x_1 = (1, 0), x_2 = (sin a, cos a) with a in {P.angles} at alpha = "
         f"{P.mu_alpha:g} (the mu series; a = 0 left out: the alignment time is undefined there), "
         f"and at a = {P.alpha_angle} over alpha = 1e{', 1e'.join(f'{v:g}' for v in P.log10_alphas)}"
@@ -461,5 +462,5 @@ def protocol(ds: xr.Dataset, P: AlignmentTimeParams) -> list[Section]:
 REPRODUCTION = Reproduction(
     "mmv-alignment-time", "alignment time against mu and log(1/alpha), with the t_1 bound",
     "Min, Mallada, Vidal (004), Theorem 1 (new figure)", params=AlignmentTimeParams,
-    presets=PRESETS, simulate=simulate, judge=judge, draw=draw, protocol=protocol,
+    presets=PRESETS, simulate=simulate, judge=judge, draw=draw, method=method,
     summary=SUMMARY)

@@ -1,7 +1,7 @@
 """The MNIST digit-pair experiment shared by mmv-fig5 (0/1), mmv-fig10 (3/8) and mmv-fig11 (1/7)
 (paper 004, §4 and App. A.4; docs/math.md §4.3-§4.4).
 
-Protocol: a centred digit pair (first digit +1, pixels in [0, 1]; ``data.kind = "mnist"``, the
+Method: a centred digit pair (first digit +1, pixels in [0, 1]; ``data.kind = "mnist"``, the
 embedded 500-per-digit subset unless ``per_digit`` takes fewer), h = 50, W and v entries
 N(0, alpha^2), full-batch GD with step 2e-3 for 15 000 iterations, once per loss reading
 (``alignment_curves.READINGS``). Snapshots of (v, W) every ``every`` iterations give, post hoc
@@ -340,9 +340,9 @@ def draw_pair(ds: xr.Dataset, P: MnistParams, figname: str, paper_fig: str) -> l
     return figs
 
 
-# -------------------------------------------------------------------------------- protocol
-def protocol_pair(ds: xr.Dataset, P: MnistParams) -> list[Section]:
-    """Sections "Protocol", "Readings" and "Run time"."""
+# ---------------------------------------------------------------------------------- method
+def method_pair(ds: xr.Dataset, P: MnistParams) -> list[Section]:
+    """Sections "Method", "Readings" and "Run time"."""
     X = ds["X"].values
     y = ds["y"].values
     agree = pair_sign_agreement(X, y)
@@ -353,7 +353,7 @@ def protocol_pair(ds: xr.Dataset, P: MnistParams) -> list[Section]:
         rows.append(f"| {r} | {m['alignment_iteration']:.0f} | {m['growth_onset_iteration']:.0f} "
                     f"| {m['final_stable_rank']:.4f} | {m['loss_ratio']:.4g} |")
     d0, d1 = ds.attrs["digits"]
-    return [("Protocol", (
+    return [("Method", (
         f"MNIST digits {d0} (+1) and {d1} (-1): {ds.attrs['n']} images ({ds.attrs['counts']}) "
         f"from {ds.attrs['source']}; pixels / 255, centred over the pair (the paper: all training "
         f"images of the pair, about 12 000, unstated label assignment and scaling). Fraction of "

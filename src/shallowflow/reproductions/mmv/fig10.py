@@ -29,14 +29,14 @@ def draw(ds: xr.Dataset, P: digit_pairs.MnistParams) -> list[Figure]:
     return digit_pairs.draw_pair(ds, P, "fig10", "Fig. 10")
 
 
-def protocol(ds: xr.Dataset, P: digit_pairs.MnistParams) -> list[Section]:
-    return digit_pairs.protocol_pair(ds, P)
+def method(ds: xr.Dataset, P: digit_pairs.MnistParams) -> list[Section]:
+    return digit_pairs.method_pair(ds, P)
 
 
 REPRODUCTION = Reproduction(
     "mmv-fig10", "early alignment, growth and low rank on MNIST 3 vs 8",
     "Min, Mallada, Vidal (004), Figure 10", params=digit_pairs.MnistParams, presets=PRESETS,
-    simulate=simulate, judge=judge, draw=draw, protocol=protocol,
+    simulate=simulate, judge=judge, draw=draw, method=method,
     summary="Two-layer ReLU network from a small Gaussian start on centred MNIST digits 3 (+1) "
             "and 8 (-1): alignment with the class directions, then growth and a low-rank first "
             "layer (Figure 10 of Min, Mallada and Vidal).")

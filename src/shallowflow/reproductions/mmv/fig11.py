@@ -29,14 +29,14 @@ def draw(ds: xr.Dataset, P: digit_pairs.MnistParams) -> list[Figure]:
     return digit_pairs.draw_pair(ds, P, "fig11", "Fig. 11")
 
 
-def protocol(ds: xr.Dataset, P: digit_pairs.MnistParams) -> list[Section]:
-    return digit_pairs.protocol_pair(ds, P)
+def method(ds: xr.Dataset, P: digit_pairs.MnistParams) -> list[Section]:
+    return digit_pairs.method_pair(ds, P)
 
 
 REPRODUCTION = Reproduction(
     "mmv-fig11", "early alignment, growth and low rank on MNIST 1 vs 7",
     "Min, Mallada, Vidal (004), Figure 11", params=digit_pairs.MnistParams, presets=PRESETS,
-    simulate=simulate, judge=judge, draw=draw, protocol=protocol,
+    simulate=simulate, judge=judge, draw=draw, method=method,
     summary="Two-layer ReLU network from a small Gaussian start on centred MNIST digits 1 (+1) "
             "and 7 (-1): alignment with the class directions, then growth and a low-rank first "
             "layer (Figure 11 of Min, Mallada and Vidal).")

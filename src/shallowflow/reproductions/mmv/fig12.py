@@ -3,10 +3,10 @@ with both layers trained from a small start, the neuron directions change first 
 stay put, then the norms grow and the loss falls; training the first layer only (fixed v = +-1)
 shows no such two phases.
 
-Protocol: MNIST 1 (+1) vs 0 (-1) as in Fig. 5, h = 50, SGD with step 2e-3 and the paper's batch
+Method: MNIST 1 (+1) vs 0 (-1) as in Fig. 5, h = 50, SGD with step 2e-3 and the paper's batch
 2000. The embedded subset has at most 1000 images per pair, so the batch is min(2000, n), i.e.
 the full batch (SGD then equals GD; said in the report). Both layers: W and v entries
-N(0, alpha^2). First layer only (``train.layers = "first"``): W entries N(0, alpha^2), v_j = +-1
+N(0, alpha^2). First layer only (``train.second_layer_rate = 0``): W entries N(0, alpha^2), v_j = +-1
 fixed (``alignment_curves.first_layer_init``). The A.5 "changes" (docs/math.md §4.4) are measured every
 ``every`` iterations as finite differences over one step (records at k and k + 1;
 ``theory.alignment_measures.changes_from_snapshots``), which with the full batch is the rate of a full
@@ -83,7 +83,7 @@ def simulate(P: Fig12Params, train: Trainer) -> xr.Dataset:
                   batch_size=batch, name="mmv-fig12")
     both = mmv_experiment(**common)
     d = both.data.arrays()[0].shape[1]
-    first = mmv_experiment(**common, layers="first",
+    first = mmv_experiment(**common, second_layer_rate=0.0,
                            init=first_layer_init(P.seed, P.width, d, P.alpha))
     out = []
     for ds, s in zip(train([both, first], label="mmv-fig12"), SCHEMES, strict=True):
@@ -159,14 +159,14 @@ def draw(ds: xr.Dataset, P: Fig12Params) -> list[Figure]:
                    "against iteration, both layers (Fig. 12) and first layer only (Fig. 13).")]
 
 
-def protocol(ds: xr.Dataset, P: Fig12Params) -> list[Section]:
-    """Sections "Protocol", "Measured" and "Run time"."""
+def method(ds: xr.Dataset, P: Fig12Params) -> list[Section]:
+    """Sections "Method", "Measured" and "Run time"."""
     rows = ["| scheme | direction peak | norm rise | two phases |", "|---|---|---|---|"]
     for s in SCHEMES:
         m = phases(ds, s)
         rows.append(f"| {s} | {m['direction_peak_iteration']:.0f} | {m['norm_rise_iteration']:.0f} "
                     f"| {m['two_phases']} |")
-    return [("Protocol", (
+    return [("Method", (
         f"MNIST 1 (+1) vs 0 (-1), {ds.attrs['n']} images of the embedded subset, centred; h = "
         f"{P.width}; SGD step {P.lr:g}, batch {ds.attrs['batch']} (the paper's {P.batch} capped at "
         f"n: with the full batch SGD is GD), {P.steps} iterations, loss {P.reading} (not stated "
@@ -180,7 +180,7 @@ def protocol(ds: xr.Dataset, P: Fig12Params) -> list[Section]:
 REPRODUCTION = Reproduction(
     "mmv-fig12", "two phases with both layers, none with the first layer only (Figs. 12-13)",
     "Min, Mallada, Vidal (004), Figures 12 and 13", params=Fig12Params, presets=PRESETS,
-    simulate=simulate, judge=judge, draw=draw, protocol=protocol,
+    simulate=simulate, judge=judge, draw=draw, method=method,
     summary="Changes in neuron norms and directions under SGD from a small start: directions "
             "first, then norms, when both layers train; no such phases when only the first layer "
             "trains with fixed v = +-1 (Figures 12 and 13 of Min, Mallada and Vidal).")

@@ -211,10 +211,10 @@ def draw(ds: xr.Dataset, P: Fig6Params) -> list[Figure]:
                    "boundaries; right: the loss with Theorem 1's O(1/t) bound after t_2.")]
 
 
-def protocol(ds: xr.Dataset, P: Fig6Params) -> list[Section]:
-    """Sections "Protocol" and "Run time"."""
+def method(ds: xr.Dataset, P: Fig6Params) -> list[Section]:
+    """Sections "Method" and "Run time"."""
     m = measures(ds, P)
-    return [("Protocol", (
+    return [("Method", (
         f"Toy data (chosen here; the paper gives none): {TOY_DESCRIPTION}. h = {P.width}, W and v "
         f"entries N(0, {P.alpha:g}^2), seed {P.seed}; full-batch GD step {P.lr:g}, {P.steps} "
         f"iterations, loss {P.reading} (not stated in the paper), float64, snapshots every "
@@ -226,7 +226,7 @@ def protocol(ds: xr.Dataset, P: Fig6Params) -> list[Section]:
 REPRODUCTION = Reproduction(
     "mmv-fig6", "toy 2-D set: alignment into the cones, growth, low rank",
     "Min, Mallada, Vidal (004), Figure 6", params=Fig6Params, presets=PRESETS,
-    simulate=simulate, judge=judge, draw=draw, protocol=protocol,
+    simulate=simulate, judge=judge, draw=draw, method=method,
     summary="A mu-separated 2-D set: neurons enter S_+, S_- or S_dead and align with x_+ or x_- "
             "before they grow, then the loss falls like O(1/t) and W ends nearly rank one "
             "(Figure 6 of Min, Mallada and Vidal).")

@@ -278,15 +278,15 @@ def draw(ds: xr.Dataset, P: TwoPointParams) -> list[Figure]:
                    "against iteration, per mu (dotted: the check iteration).")]
 
 
-def protocol(ds: xr.Dataset, P: TwoPointParams) -> list[Section]:
-    """Sections "Protocol", "Measured" and "Run time"."""
+def method(ds: xr.Dataset, P: TwoPointParams) -> list[Section]:
+    """Sections "Method", "Measured" and "Run time"."""
     rows = ["| mu | alignment iteration | outside at check | outside late | outside at end | "
             "loss onset |", "|---|---|---|---|---|---|"]
     for s in SETTINGS:
         m = measures(ds, s, P)
         rows.append(f"| {s} | {m['alignment_iteration']} | {m['outside_at_check']} | "
                     f"{m['outside_at_late']} | {m['outside_at_end']} | {m['onset_iteration']:.0f} |")
-    return [("Protocol", (
+    return [("Method", (
         f"x_1 = (1, 0), x_2 = (sin angle, cos angle) with angle 0.1 and 0.001, and x_2 = (0, 1); "
         f"y = +1 for both. h = {P.width}, W and v entries N(0, {P.alpha:g}^2), seed {P.seed} (the "
         f"same initial network in the three settings), full-batch GD step {P.lr:g}, {P.steps} "
@@ -299,7 +299,7 @@ def protocol(ds: xr.Dataset, P: TwoPointParams) -> list[Section]:
 REPRODUCTION = Reproduction(
     "mmv-two-point", "alignment on two positive points as mu falls (Figs. 7-9)",
     "Min, Mallada, Vidal (004), Figures 7, 8 and 9", params=TwoPointParams, presets=PRESETS,
-    simulate=simulate, judge=judge, draw=draw, protocol=protocol,
+    simulate=simulate, judge=judge, draw=draw, method=method,
     summary="Two positive points with separation mu = sin 0.1, sin 0.001 and 0: positive neurons "
             "reach S_+ more slowly as mu falls, and at mu = 0 they stop at x_1, x_2 or x_+, only "
             "those in S_+ growing (Figures 7-9 of Min, Mallada and Vidal).")

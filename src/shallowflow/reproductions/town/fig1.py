@@ -26,6 +26,7 @@ import xarray as xr
 from pydantic import Field
 
 from shallowflow.analysis.curves import GROWN_NORM, crossing_times, fitted_counts, growth_times
+from shallowflow.model.run_attrs import RunAttrs, log_lambda_of
 from shallowflow.plots.labels import lambda_label
 from shallowflow.reproductions.base import Figure, Reproduction, Section
 from shallowflow.reproductions.claims import Claim
@@ -260,7 +261,7 @@ def draw(ds: xr.Dataset, P: Fig1Params) -> list[Figure]:
 
     p, labels = limit_of(ds), labels_of(ds)
     t_acc, loss, fitted = ds.time_accelerated.values, ds.loss.values, ds.fitted.values
-    L, R, t_end = -ds.log_scale.values, len(labels), 1.15 * p.tau[-1]
+    L, R, t_end = -log_lambda_of(ds).values, len(labels), 1.15 * p.tau[-1]
     colors = plt.cm.viridis(np.linspace(0.0, 0.85, R))
     t_grid = np.linspace(0.0, t_end, 2000)
     lim = p.curves(t_grid)
@@ -318,25 +319,25 @@ def draw(ds: xr.Dataset, P: Fig1Params) -> list[Figure]:
         "number of fitted points (right axis).")]
 
 
-# -------------------------------------------------------------------------------- protocol
-def protocol(ds: xr.Dataset, P: Fig1Params) -> list[Section]:
-    """Sections "Protocol", "Which lambda did the paper use?" and "Run time"."""
+# ---------------------------------------------------------------------------------- method
+def method(ds: xr.Dataset, P: Fig1Params) -> list[Section]:
+    """Sections "Method", "Which lambda did the paper use?" and "Run time"."""
     p, labels = limit_of(ds), labels_of(ds)
     rel_err, _ = relative_errors(ds, p)
     cross, counts = ds.jump_time_measured.values, ds.neurons_per_drop.values.tolist()
-    L, R, q = -ds.log_scale.values, len(labels), ds.implied_log_inv_lambda
+    L, R, q = -log_lambda_of(ds).values, len(labels), ds.implied_log_inv_lambda
     table = ["| lambda | log(1/lambda) | measured jump times (accelerated) | max rel. error | "
              "neurons per drop | final loss |", "|---|---|---|---|---|---|"]
     for r in range(R):
         table.append(f"| {labels[r]} | {L[r]:.1f} | {np.array2string(cross[r], precision=4)} | "
                      f"{np.nanmax(rel_err[r]):.3g} | {counts[r]} | {ds.final_loss.values[r]:.5g} |")
     mse, sq = q.sel(convention="mse").values, q.sel(convention="square").values
-    return [("Protocol", (
+    return [("Method", (
         f"Problem: n = d = {p.n}, X = I, labels |N(0,1)|, m = {p.m}, balanced initialisation "
         f"(seed {P.seed}, the first seed, not selected). GD with lr = {P.lr:g} (flow time "
         f"per step) on the MSE loss (1/n) sum r^2 (PyTorch's), log-norm parametrisation (balance "
         f"'{P.balance}': plain GD to rounding), trained in the span of the data (fast path for "
-        f"orthogonal data): span = {ds.attrs['span']}. All lambda in one batch; records every "
+        f"orthogonal data): span = {RunAttrs.of(ds).span}. All lambda in one batch; records every "
         f"{P.record_dt} flow time. Limit process: Algorithm 1 with c_L = 2/n = {p.c_L:.5g} "
         f"(same MSE convention). Assumption 4: {p.report}.\n\n" + process_table(p)
         + "\n\n" + "\n".join(table))),
@@ -361,4 +362,4 @@ def protocol(ds: xr.Dataset, P: Fig1Params) -> list[Section]:
 REPRODUCTION = Reproduction(
     "town-fig1", "loss plateaus and jumps against the limit process",
     "Town, Boursier, Lewis, Englert, Lazić (003), Figure 1", params=Fig1Params, presets=PRESETS,
-    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY)
+    simulate=simulate, judge=judge, draw=draw, method=method, summary=SUMMARY)

@@ -20,6 +20,7 @@ import numpy as np
 import xarray as xr
 from pydantic import Field
 
+from shallowflow.model.run_attrs import RunAttrs, log_lambda_of
 from shallowflow.plots.labels import lambda_label
 from shallowflow.reproductions.base import Figure, Reproduction, Section
 from shallowflow.reproductions.claims import Claim
@@ -173,7 +174,7 @@ def draw(ds: xr.Dataset, P: Fig3Params) -> list[Figure]:
     import matplotlib.pyplot as plt
 
     p, labels = limit_of(ds), [lambda_label(v) for v in ds.log10_lambda.values]
-    lls, t_all, logn = ds.log_scale.values, ds.time_accelerated.values, ds.log_norm.values
+    lls, t_all, logn = log_lambda_of(ds).values, ds.time_accelerated.values, ds.log_norm.values
     L, R, t_end, beta = -lls, len(labels), 1.15 * p.tau[-1], p.slopes
     r = R - 1
     keep = t_all[r] <= t_end
@@ -237,15 +238,15 @@ def draw(ds: xr.Dataset, P: Fig3Params) -> list[Figure]:
         "β_j^(k) = c_L ||D_j^(k)||.")]
 
 
-# -------------------------------------------------------------------------------- protocol
-def protocol(ds: xr.Dataset, P: Fig3Params) -> list[Section]:
-    """Section "Protocol": the set-up and the slopes per interval."""
+# ---------------------------------------------------------------------------------- method
+def method(ds: xr.Dataset, P: Fig3Params) -> list[Section]:
+    """Section "Method": the set-up and the slopes per interval."""
     p, slopes = limit_of(ds), ds.slope_measured.values
     labels = [lambda_label(v) for v in ds.log10_lambda.values]
-    return [("Protocol", (
+    return [("Method", (
         f"Same problem and training as town-fig1: n = d = {p.n}, X = I, labels |N(0,1)|, m = {p.m}, "
         f"seed {P.seed}, GD lr = {P.lr:g} on MSE (log-norm parametrisation, balance "
-        f"'{P.balance}', span = {ds.attrs['span']}), lambda = {', '.join(labels)}. Slopes "
+        f"'{P.balance}', span = {RunAttrs.of(ds).span}), lambda = {', '.join(labels)}. Slopes "
         f"are in exponent units (log||w_j|| / log(1/lambda) per unit of accelerated time), so "
         f"they compare with β_j^(k) directly; c_L = 2/n = {p.c_L:.5g}. Slopes per interval "
         f"(rows k = 0..K, columns neurons; NaN: fitted or no window):\n\n"
@@ -256,4 +257,4 @@ def protocol(ds: xr.Dataset, P: Fig3Params) -> list[Section]:
 REPRODUCTION = Reproduction(
     "town-fig3", "piecewise-linear log-norms and their slopes",
     "Town, Boursier, Lewis, Englert, Lazić (003), Figure 3", params=Fig3Params, presets=PRESETS,
-    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY)
+    simulate=simulate, judge=judge, draw=draw, method=method, summary=SUMMARY)

@@ -23,6 +23,7 @@ import numpy as np
 import xarray as xr
 from pydantic import Field
 
+from shallowflow.model.run_attrs import RunAttrs
 from shallowflow.plots.labels import lambda_label
 from shallowflow.reproductions.base import Figure, Params, Reproduction, Section
 from shallowflow.reproductions.claims import Claim
@@ -118,7 +119,7 @@ def simulate(P: Fig4Params, train: Trainer) -> xr.Dataset:
          "a_init": ("neuron", ds.a_init.values), "W_init": (("neuron", "dim"), ds.W_init.values),
          "X": (("sample", "dim"), ds.X.values), "y": ("sample", runs.y), **process_vars(p)},
         coords={"snapshot": list(snaps), "neuron": np.arange(p.m)},
-        attrs={"log_lambda": ll, "lr": P.lr, "loss": "mse", "span": ds.attrs["span"]})
+        attrs={"log_lambda": ll, "lr": P.lr, "loss": "mse", "span": RunAttrs.of(ds).span})
 
 
 # ----------------------------------------------------------------------------------- judge
@@ -255,16 +256,16 @@ def draw(ds: xr.Dataset, P: Fig4Params) -> list[Figure]:
         "turn to their new directions.")]
 
 
-# -------------------------------------------------------------------------------- protocol
-def protocol(ds: xr.Dataset, P: Fig4Params) -> list[Section]:
-    """Section "Protocol": the set-up and the snapshot times."""
+# ---------------------------------------------------------------------------------- method
+def method(ds: xr.Dataset, P: Fig4Params) -> list[Section]:
+    """Section "Method": the set-up and the snapshot times."""
     p, L = limit_of(ds), -float(ds.attrs["log_lambda"])
     t, steps = ds.t.values, ds.step.values
     names = [str(v) for v in ds.snapshot.values]
-    return [("Protocol", (
+    return [("Method", (
         f"Same problem and training as town-fig1 (n = d = {p.n}, m = {p.m}, seed {P.seed}, GD "
         f"lr = {P.lr:g} on MSE, log-norm parametrisation, balance '{P.balance}', span = "
-        f"{ds.attrs['span']}), at lambda = {lambda_label(P.log10_lambda)} (log(1/lambda) = "
+        f"{RunAttrs.of(ds).span}), at lambda = {lambda_label(P.log10_lambda)} (log(1/lambda) = "
         f"{L:.1f}). Snapshots (accelerated time, epoch): "
         + ", ".join(f"{nm}: {t[i]:.4f} / {int(steps[i]):,}" for i, nm in enumerate(names))
         + f". Algorithm 1: τ = {np.array2string(p.tau, precision=4)}, first jump by neuron "
@@ -276,4 +277,4 @@ def protocol(ds: xr.Dataset, P: Fig4Params) -> list[Section]:
 REPRODUCTION = Reproduction(
     "town-fig4", "neuron directions and norms around a jump",
     "Town, Boursier, Lewis, Englert, Lazić (003), Figure 4", params=Fig4Params, presets=PRESETS,
-    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY)
+    simulate=simulate, judge=judge, draw=draw, method=method, summary=SUMMARY)

@@ -345,12 +345,12 @@ def draw(ds: xr.Dataset, P: Fig5Params) -> list[Figure]:
         "Right: the same divided by the minimum-norm value.")]
 
 
-# -------------------------------------------------------------------------------- protocol
-def protocol(ds: xr.Dataset, P: Fig5Params) -> list[Section]:
-    """Sections "Protocol" and "Cost"."""
+# ---------------------------------------------------------------------------------- method
+def method(ds: xr.Dataset, P: Fig5Params) -> list[Section]:
+    """Sections "Method" and "Cost"."""
     ns, widths = [int(n) for n in ds.n.values], [int(w) for w in ds.width.values]
     lams = ", ".join(lambda_label(v) for v in ds.lam.values.tolist())
-    return [("Protocol", (
+    return [("Method", (
         f"Data: x_i = e_i (X = I_n), y_i ~ N(0, 1), one label draw per n shared by the "
         f"{P.runs} initialisations (the paper repeats with new initial weights). Width m = "
         f"ceil(log(n/delta)/log(4/3)) with delta = {P.width_delta} (Proposition 2's row "
@@ -374,4 +374,4 @@ def protocol(ds: xr.Dataset, P: Fig5Params) -> list[Section]:
 REPRODUCTION = Reproduction(
     "town-fig5", "squared norm of the learned interpolator against n",
     "Town, Boursier, Lewis, Englert, Lazic (003), Figure 5", params=Fig5Params, presets=PRESETS,
-    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY)
+    simulate=simulate, judge=judge, draw=draw, method=method, summary=SUMMARY)

@@ -334,11 +334,11 @@ def draw(ds: xr.Dataset, P: Fig6Params) -> list[Figure]:
         f"initialisation, with the expected initial value m/3 + 1/3.")]
 
 
-# -------------------------------------------------------------------------------- protocol
-def protocol(ds: xr.Dataset, P: Fig6Params) -> list[Section]:
-    """Sections "Protocol" and "Cost"."""
+# ---------------------------------------------------------------------------------- method
+def method(ds: xr.Dataset, P: Fig6Params) -> list[Section]:
+    """Sections "Method" and "Cost"."""
     widths = [int(m) for m in ds.width.values]
-    return [("Protocol", (
+    return [("Method", (
         f"Data: X = I_{P.n}, y ~ N(0, 1), one label draw shared by all widths and runs "
         f"(||theta*||^2 = {float(ds.min_norm_sq):.4f}). Widths m = {widths}. Small init: "
         f"balanced, directions uniform on the sphere, ||w_j|| = |a_j| = lambda/sqrt(m) with "
@@ -360,4 +360,4 @@ def protocol(ds: xr.Dataset, P: Fig6Params) -> list[Section]:
 REPRODUCTION = Reproduction(
     "town-fig6", "squared norm against width: small vs He initialisation",
     "Town, Boursier, Lewis, Englert, Lazic (003), Figure 6", params=Fig6Params, presets=PRESETS,
-    simulate=simulate, judge=judge, draw=draw, protocol=protocol, summary=SUMMARY)
+    simulate=simulate, judge=judge, draw=draw, method=method, summary=SUMMARY)

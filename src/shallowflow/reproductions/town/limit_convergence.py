@@ -409,9 +409,9 @@ def draw(ds: xr.Dataset, P: ConvergenceParams) -> list[Figure]:
         "Grey band: the lambda range of the slope fits.")]
 
 
-# -------------------------------------------------------------------------------- protocol
-def protocol(ds: xr.Dataset, P: ConvergenceParams) -> list[Section]:
-    """Section "Protocol": the problems, the batches and the error table."""
+# ---------------------------------------------------------------------------------- method
+def method(ds: xr.Dataset, P: ConvergenceParams) -> list[Section]:
+    """Section "Method": the problems, the batches and the error table."""
     rt, (names, lrs, labels, _) = rates(ds, P), context(ds, P)
     L, K = rt.L, ds.K.values
     seeds, chosen = ds.seed_tried.values, ds.seed_selected.values == 1
@@ -425,7 +425,7 @@ def protocol(ds: xr.Dataset, P: ConvergenceParams) -> list[Section]:
                         f"{rt.raw[0][q, i]:.3g} | {rt.raw[1][q, i]:.3g} | {rt.main[q, i]:.3g} | "
                         f"{rt.main[q, i] * L[i]:.3g} | {rt.werr[1][q, i]:.3g} |")
     groups = "; ".join(", ".join(labels[i] for i in g) for g in scale_groups(L))
-    return [("Protocol", (
+    return [("Method", (
         f"Random problems: n = d = {P.n} orthonormal points in a random basis, labels N(0,1), "
         f"m = {P.m} balanced neurons, MSE loss (c_L = 2/n), seeds {seeds[chosen].tolist()} "
         f"(the first {P.problems} seeds from {P.seed} whose limit process has >= 2 jumps, "
@@ -446,4 +446,4 @@ REPRODUCTION = Reproduction(
     "town-convergence", "convergence rate to the limit process",
     "Town, Boursier, Lewis, Englert, Lazić (003), Theorem 2 (not a figure)",
     params=ConvergenceParams, presets=PRESETS, simulate=simulate, judge=judge, draw=draw,
-    protocol=protocol, summary=SUMMARY)
+    method=method, summary=SUMMARY)
