@@ -4,9 +4,13 @@ changes no global state; the entry points and this file switch float64 on explic
 import json
 import os
 import re
+import subprocess
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+import pytest
 
 import shallowflow
 from shallowflow.reproductions.claims import VERDICTS
@@ -81,3 +85,24 @@ class RecordingExecutor:
         for batch, result in self.local.run(task, batches, bar, describe):
             self.known.append(len(batches))
             yield batch, result
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Callable[[str], Path]]:
+    """``tmpfs(size)``: a fresh tmpfs of ``size`` (mount's syntax, e.g. "64k") under
+    ``tmp_path``, unmounted after the test; the test is skipped where mounting fails."""
+    mounted: list[Path] = []
+
+    def mount(size: str) -> Path:
+        mnt = tmp_path / f"disk{len(mounted)}"
+        mnt.mkdir()
+        made = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)],
+                              capture_output=True, check=False)
+        if made.returncode != 0:
+            pytest.skip("cannot mount a tmpfs here (needs root in a mount namespace)")
+        mounted.append(mnt)
+        return mnt
+
+    yield mount
+    for mnt in mounted:
+        subprocess.run(["umount", str(mnt)], check=False)

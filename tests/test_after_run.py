@@ -337,24 +337,16 @@ def test_too_little_disk_is_refused_before_work(run_copy, monkeypatch):
     assert listing(run_copy) == before
 
 
-def test_a_read_only_place_is_refused_before_work(run_copy, tmp_path):
+def test_a_read_only_place_is_refused_before_work(run_copy, tmpfs):
     """A run folder on a read-only file system: certify is refused before any work (it
     cannot write its pair there), and plot says so for its --out too; nothing changes."""
-    mnt = tmp_path / "ro"
-    mnt.mkdir()
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)],
-                          capture_output=True, check=False)
-    if made.returncode != 0:
-        pytest.skip("cannot mount a tmpfs here (needs root in a mount namespace)")
-    try:
-        shutil.copytree(run_copy, mnt / "r")
-        subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
-        before = listing(mnt)
-        refused(invoke(["certify", mnt / "r"]), [R, "cannot write in", str(mnt / "r")])
-        refused(invoke(["plot", mnt / "r"]), ["--out", "cannot write in"])
-        assert listing(mnt) == before
-    finally:
-        subprocess.run(["umount", str(mnt)], check=False)
+    mnt = tmpfs("1m")
+    shutil.copytree(run_copy, mnt / "r")
+    subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
+    before = listing(mnt)
+    refused(invoke(["certify", mnt / "r"]), [R, "cannot write in", str(mnt / "r")])
+    refused(invoke(["plot", mnt / "r"]), ["--out", "cannot write in"])
+    assert listing(mnt) == before
 
 
 def test_eta_is_not_taken_from_the_first_step(monkeypatch):

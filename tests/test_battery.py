@@ -567,24 +567,14 @@ def test_full_disk_is_refused_before_training(files, monkeypatch, tmp_path):
     assert not out.exists() and list(tmp_path.iterdir()) == []
 
 
-def test_full_tmpfs_is_refused_before_training(files, tmp_path):
+def test_full_tmpfs_is_refused_before_training(files, tmpfs):
     """The same on a real 64 KiB tmpfs, where the machine lets the test mount one."""
-    import subprocess
-
-    mnt = tmp_path / "tiny"
-    mnt.mkdir()
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
-                          capture_output=True, check=False)
-    if made.returncode != 0:
-        pytest.skip("cannot mount a tmpfs here (needs root in a mount namespace)")
-    try:
-        out = mnt / "o"
-        argv = ["run", str(files / "exp.toml"), "--out", str(out), "--set", "runs=2000"]
-        result = CliRunner().invoke(app, argv)
-        assert result.exit_code == 2 and "free" in result.stderr, result.output
-        assert list(mnt.iterdir()) == []
-    finally:
-        subprocess.run(["umount", str(mnt)], check=False)
+    mnt = tmpfs("64k")
+    out = mnt / "o"
+    argv = ["run", str(files / "exp.toml"), "--out", str(out), "--set", "runs=2000"]
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 2 and "free" in result.stderr, result.output
+    assert list(mnt.iterdir()) == []
 
 
 def test_changed_input_file_is_refused_on_resume(tmp_path, monkeypatch):

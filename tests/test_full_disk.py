@@ -12,7 +12,6 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -21,24 +20,12 @@ import xarray as xr
 from typer.testing import CliRunner
 
 import shallowflow
+from conftest import TINY_EXPERIMENT
 from shallowflow.cli.commands import app
 from shallowflow.store import read_netcdf
 from shallowflow.training import entry
 
-EXP = """name = "exp"
-runs = 4
-[data]
-kind = "sphere"
-n = 6
-d = 3
-[model]
-width = 4
-[init]
-scheme = "dpb"
-[train]
-lr = 0.1
-steps = 5
-"""
+EXP = 'name = "exp"\nruns = 4\n' + TINY_EXPERIMENT
 
 SWEEP = 'name = "sw"\nbase = "exp.toml"\nmax_batch = 2\n[grid]\n"model.width" = [2, 3]\n'
 
@@ -46,28 +33,6 @@ REPRO = ["bf-init", "--quiet", "--set", "widths=[20]", "--set", "runs=2", "--set
          "--set", "lr=0.005", "--set", "points=20"]
 """A reproduction of three batches (one per initialisation) that trains in seconds."""
 
-Mount = Callable[[str], Path]
-
-
-@pytest.fixture
-def tmpfs(tmp_path: Path) -> Iterator[Mount]:
-    """``tmpfs(size)``: a fresh tmpfs of ``size`` (mount's syntax, e.g. "64k") under
-    ``tmp_path``, unmounted after the test; the test is skipped where mounting fails."""
-    mounted: list[Path] = []
-
-    def mount(size: str) -> Path:
-        mnt = tmp_path / f"disk{len(mounted)}"
-        mnt.mkdir()
-        made = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)],
-                              capture_output=True, check=False)
-        if made.returncode != 0:
-            pytest.skip("cannot mount a tmpfs here (needs root in a mount namespace)")
-        mounted.append(mnt)
-        return mnt
-
-    yield mount
-    for mnt in mounted:
-        subprocess.run(["umount", str(mnt)], check=False)
 
 
 @pytest.fixture
