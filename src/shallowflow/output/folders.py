@@ -1,30 +1,5 @@
-"""The output place of a command: checked before any work, claimed exclusively for the whole
-command, written atomically, and replaced with ``--overwrite`` only where shallowflow made it.
-
-Three rules (docs/architecture.md, "Output places"):
-
-1. **Ownership.** Every folder shallowflow makes (a run, sweep, reproduction or demo) holds a
-   marker, :data:`MARKER`, naming its kind and every entry shallowflow wrote into it (files a
-   later command adds, ``certify``'s end states or ``plot``'s figure, are added by
-   :func:`record_entries`). ``--overwrite`` replaces a folder only when it holds the marker and
-   nothing else than the entries the marker lists; anything else (a user's folder, a file put
-   into a run folder, a folder made before markers existed, a symbolic link, the current folder
-   or one above it) is refused before any work, naming what was found.
-2. **Exclusive claim.** A command holds an advisory lock (``flock``) on a lock file beside its
-   output, ``.NAME.lock``, from before its checks until it ends (:func:`claim`, for files
-   :func:`claim_files`); a second command writing the same place is refused at once. The
-   kernel drops the lock when a process dies, so a killed command never blocks the next one.
-3. **Atomic replacement.** The result is written into a hidden temporary folder (or files,
-   all or none: :meth:`OutputFiles.writing`) beside the output and renamed into place at the
-   end. A folder that appeared at the output while the command ran, or one that changed so
-   that it is no longer shallowflow's alone, is never deleted: the finished result is moved to
-   a visible sibling and the command says where.
-
-A disk that fills (ENOSPC) or a quota that runs out (EDQUOT) while a file is written is
-:class:`~shallowflow.errors.DiskFull`, naming the file as it was going to be called (not its
-temporary name), the bytes it needed where known and the bytes free (:func:`disk_errors`); the
-temporary file is removed, so nothing half-written is left.
-"""
+"""Output folders: the ownership marker, the checks before any work, the exclusive claim and
+the atomic replacement (docs/architecture.md, "Output places", rules 1-3)."""
 
 from __future__ import annotations
 
@@ -37,7 +12,7 @@ import shutil
 import socket
 import tempfile
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -45,25 +20,18 @@ from typing import Any
 
 from shallowflow.errors import DiskFull, OutputError, ResourceError, human, shown
 from shallowflow.machine import free_disk
+from shallowflow.output.writes import HOST, tmp_name, write_text
 
 MARKER = ".shallowflow"
 """The marker file of a folder shallowflow made: JSON ``{"made_by": "shallowflow", "kind":
 ..., "entries": [...]}``."""
 KINDS = ("run", "sweep", "reproduction", "demo")
-HOST = "".join(c for c in socket.gethostname() if c.isalnum())[:32] or "host"
-"""This host, as written in temporary names (so a clean-up only judges its own processes)."""
 SHOWN = 3  # foreign entries named in a refusal
-FULL = (errno.ENOSPC, errno.EDQUOT)
 """The errors of a full file system or an exhausted quota (:func:`disk_errors`)."""
 
 
 class OutputExistsError(OutputError, FileExistsError):
     """The output folder already exists and would be overwritten."""
-
-
-def tmp_name(name: str) -> str:
-    """A temporary name beside ``name``: ``.NAME.tmp-HOST-PID-XXXXXXXX``."""
-    return f".{name}.tmp-{HOST}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
 def lock_name(name: str) -> str:
@@ -249,7 +217,7 @@ def clean_stale(folder: Path, name: str = "*") -> list[Path]:
 
 
 @contextlib.contextmanager
-def _made_parents(folder: Path) -> Iterator[None]:
+def made_parents(folder: Path) -> Iterator[None]:
     """Create the missing folders of ``folder`` for the block; those still empty after it are
     removed again (a refused or failed command leaves no empty folders behind)."""
     made = []
@@ -379,162 +347,8 @@ def claim(out: str | Path, kind: str, overwrite: bool = False, need: float = 0.0
     if kind not in KINDS:
         raise ValueError(f"kind: {kind!r} not in {KINDS}")
     out = check_output_dir(out, overwrite, need, force, resume)  # before making anything
-    with _made_parents(out.parent), exclusive(out):
+    with made_parents(out.parent), exclusive(out):
         check_output_dir(out, overwrite, need, force, resume)  # again, now that it is ours
         yield OutputFolder(out, out.exists() or out.is_symlink(), kind)
 
 
-FILE_REMEDY = "or write less"  # what else a user can do where an output file does not fit
-
-
-def check_output_file(path: Path, overwrite: bool = False, field_name: str = "out") -> None:
-    """Refuse the output file ``path`` where it is a symbolic link, a folder or not a regular
-    file, where it exists (unless ``overwrite``) and, with ``overwrite``, where its folder's
-    marker does not list it (shallowflow did not write it: see the module's rule 1)."""
-    if path.is_symlink():
-        raise OutputExistsError(f"{field_name}: {shown(path)} is a symbolic link; shallowflow "
-                                "replaces only plain files it made: give another name")
-    if not path.exists():
-        return
-    if path.is_dir():
-        raise OutputExistsError(f"{field_name}: {shown(path)} is a folder, not a file; it is "
-                                "never replaced by a file: move it away or give another name")
-    if not path.is_file():
-        raise OutputExistsError(f"{field_name}: {shown(path)} is not a regular file (a FIFO, "
-                                "device or socket); give another name")
-    if not overwrite:
-        raise OutputExistsError(f"{field_name}: {shown(path)} already exists; pass --overwrite "
-                                "to replace it")
-    marker = read_marker(path.parent)
-    if marker is None or path.name not in marker["entries"]:
-        why = (f"its folder holds no {MARKER} marker" if marker is None
-               else f"the {MARKER} marker of its folder does not list it")
-        raise OutputExistsError(f"{field_name}: {shown(path)} is not known to be "
-                                f"shallowflow's ({why}); --overwrite replaces only files "
-                                "shallowflow wrote: move it away or give another name")
-
-
-def check_output_files(paths: Sequence[Path], overwrite: bool = False, need: float = 0.0,
-                       field_name: str = "out", remedy: str = FILE_REMEDY) -> None:
-    """Before any work: every file of ``paths`` (in one folder) may be written
-    (:func:`check_output_file`), and their folder is writable with room for ``need`` bytes
-    (:func:`check_place`)."""
-    if len({p.parent for p in paths}) != 1:
-        raise ValueError(f"paths: the files written together must share a folder (got {paths})")
-    for path in paths:
-        check_output_file(path, overwrite, field_name)
-    check_place(paths[0], field_name, need, remedy=remedy)
-
-
-@dataclass
-class OutputFiles:
-    """Output files claimed for a command (:func:`claim_files`): ``paths`` in one folder, the
-    field that names them in errors, and which of them existed when they were claimed."""
-
-    paths: tuple[Path, ...]
-    field_name: str = "out"
-    existed: frozenset[Path] = frozenset()
-    remedy: str = FILE_REMEDY
-
-    def check_disk(self, need: float) -> None:
-        """Refuse (before any work) a folder without room for ``need`` bytes (a size known once
-        the input is read)."""
-        check_disk(self.paths[0].parent, need, False, self.field_name, self.remedy)
-
-    @contextlib.contextmanager
-    def writing(self) -> Iterator[tuple[Path, ...]]:
-        """Yield a temporary path beside each file; they replace the files together, only if
-        the block succeeds (the old files are kept aside until every new one is in place), and
-        the folder's marker lists them (:func:`record_entries`). A file that appeared at a path
-        meanwhile, or stopped being shallowflow's, is left as it is and nothing is written."""
-        tmps = tuple(p.with_name(tmp_name(p.name)) for p in self.paths)
-        try:
-            yield tmps
-            for path in self.paths:
-                if path not in self.existed and (path.exists() or path.is_symlink()):
-                    raise OutputExistsError(f"{self.field_name}: {shown(path)} appeared while "
-                                            "this command ran; it was left as it is and "
-                                            "nothing was written")
-                check_output_file(path, True, self.field_name)
-            self._replace(tmps)
-        finally:
-            for tmp in tmps:
-                with contextlib.suppress(FileNotFoundError):
-                    tmp.unlink()
-        record_entries(self.paths[0].parent, [p.name for p in self.paths])
-
-    def _replace(self, tmps: tuple[Path, ...]) -> None:
-        aside: list[tuple[Path, Path]] = []
-        placed: list[Path] = []
-        try:
-            for path in self.paths:
-                if path.exists():
-                    trash = path.with_name(tmp_name(path.name))
-                    path.rename(trash)
-                    aside.append((path, trash))
-            for tmp, path in zip(tmps, self.paths, strict=True):
-                tmp.rename(path)
-                placed.append(path)
-        except BaseException:
-            for path in placed:
-                path.unlink(missing_ok=True)
-            for path, trash in aside:
-                trash.rename(path)
-            raise
-        for _, trash in aside:
-            trash.unlink(missing_ok=True)
-
-
-@contextlib.contextmanager
-def claim_files(paths: Sequence[str | Path], overwrite: bool = False, need: float = 0.0,
-                field_name: str = "out", lock: str | Path | None = None,
-                remedy: str = FILE_REMEDY) -> Iterator[OutputFiles]:
-    """:func:`claim` for the output files ``paths`` (one folder; the lock of ``lock``, default
-    the first file): checked before any work, written with :meth:`OutputFiles.writing`."""
-    files = tuple(Path(p) for p in paths)
-    check_output_files(files, overwrite, need, field_name, remedy)  # before making anything
-    with _made_parents(files[0].parent), exclusive(Path(lock or files[0]), field_name):
-        check_output_files(files, overwrite, need, field_name, remedy)  # now that they are ours
-        yield OutputFiles(files, field_name, frozenset(p for p in files if p.exists()), remedy)
-
-
-@contextlib.contextmanager
-def disk_errors(path: str | Path, need: float | None = None) -> Iterator[None]:
-    """Turn a full disk or an exhausted quota (:data:`FULL`) met in the block, which writes
-    ``path`` (``need`` bytes, where known), into :class:`~shallowflow.errors.DiskFull` naming
-    ``path`` and the bytes free then; other errors pass unchanged."""
-    try:
-        yield
-    except OSError as err:
-        if err.errno not in FULL:
-            raise
-        raise DiskFull(str(path), free_disk(Path(path).parent), need) from None
-
-
-@contextlib.contextmanager
-def atomic_file(path: str | Path, need: float | None = None) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; it replaces ``path`` only if the block succeeds.
-    A full disk met in the block is :class:`~shallowflow.errors.DiskFull` naming ``path``
-    (:func:`disk_errors`; ``need``: the bytes to be written, where known), the free space
-    counted after the temporary file is removed."""
-    path = Path(path)
-    tmp = path.with_name(tmp_name(path.name))
-    with disk_errors(path, need):
-        try:
-            yield tmp
-            os.replace(tmp, path)
-        finally:
-            if tmp.exists():
-                tmp.unlink()
-
-
-def write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically."""
-    write_bytes(path, text.encode())
-
-
-def write_bytes(path: str | Path, data: bytes | memoryview) -> None:
-    """Write ``data`` to ``path`` atomically; on a full disk,
-    :class:`~shallowflow.errors.DiskFull` with the bytes it needed."""
-    with atomic_file(path, memoryview(data).nbytes) as tmp:
-        tmp.write_bytes(data)
