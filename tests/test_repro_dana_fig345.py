@@ -84,7 +84,7 @@ def test_overrides_are_checked():
     rep = catalogue()["dana-fig3"]
     with pytest.raises(ValueError, match="not a parameter"):
         resolve_params(rep, "quick", ["dd=3"])
-    with pytest.raises(ValueError, match="valid integer"):
+    with pytest.raises(ValueError, match="d: must be a number, not the text 'abc'"):
         resolve_params(rep, "quick", ["d=abc"])
     with pytest.raises(ValueError, match="preset"):
         resolve_params(rep, "huge", [])
