@@ -37,7 +37,15 @@ from pydantic import Field
 from shallowflow.analysis.curves import first_crossing, first_rise
 from shallowflow.config import Experiment
 from shallowflow.reproductions.base import Params
-from shallowflow.reproductions.fields import Reading
+from shallowflow.reproductions.fields import (
+    Alpha,
+    Every,
+    HiddenWidth,
+    LearningRate,
+    Reading,
+    Seed,
+    Steps,
+)
 from shallowflow.theory import alignment as al
 from shallowflow.theory import alignment_measures as measures
 
@@ -66,6 +74,18 @@ TOY_Y = np.array([1.0, 1.0, 1.0, 1.0, -1.0, -1.0, -1.0, -1.0])
 TOY_DESCRIPTION = ("8 points in R^2: +1 at angles 20, 35, 50, 65 degrees with norms 1.0, 0.8, 1.2, "
                    "0.9; -1 at 200, 220, 235, 250 degrees with norms 1.1, 0.9, 1.0, 0.8 "
                    "(mu = cos 50 deg = 0.643)")
+
+
+class GDRun(Params):
+    """The full-batch GD run MMV's figures share (docs/math.md §4.3): h neurons, W and v
+    entries N(0, alpha^2), ``steps`` iterations of step ``lr``, a record every ``every``."""
+
+    width: HiddenWidth
+    alpha: Alpha
+    lr: LearningRate = Field(description="GD step size")
+    steps: Steps = Field(description="GD iterations")
+    every: Every
+    seed: Seed
 
 
 class MnistSource(Params):

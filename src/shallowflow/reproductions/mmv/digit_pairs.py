@@ -32,7 +32,7 @@ from pydantic import Field
 from shallowflow.data.mnist import load_mnist_pair
 from shallowflow.reproductions.base import Figure, Section, run_time
 from shallowflow.reproductions.claims import Claim, band_verdict
-from shallowflow.reproductions.fields import Alpha, Every, HiddenWidth, LearningRate, Reading, Seed, Steps
+from shallowflow.reproductions.fields import Reading
 from shallowflow.reproductions.mmv.alignment_curves import (
     ALIGN_LEVEL,
     ONSET_DROP,
@@ -42,6 +42,7 @@ from shallowflow.reproductions.mmv.alignment_curves import (
     PAPER_WIDTH,
     PRIMARY,
     READINGS,
+    GDRun,
     MnistSource,
     alignment_iteration,
     curve_measures,
@@ -66,15 +67,9 @@ CURVES = ("loss", "cos_plus", "cos_plus_min", "cos_plus_max", "cos_minus", "cos_
           "cos_minus_max", "stable_rank", "spectral_sq", "frobenius_sq", "n_plus")
 
 
-class MnistParams(MnistSource):
+class MnistParams(MnistSource, GDRun):
     """Parameters of the MNIST digit-pair reproductions."""
 
-    width: HiddenWidth
-    alpha: Alpha
-    lr: LearningRate = Field(description="GD step size")
-    steps: Steps = Field(description="GD iterations")
-    every: Every
-    seed: Seed
     readings: list[Reading] = Field(min_length=1, description="loss readings (alignment_curves.READINGS)")
     primary: Reading = Field(description="the reading of the headline verdicts")
 

@@ -27,11 +27,10 @@ import time
 
 import numpy as np
 import xarray as xr
-from pydantic import Field
 
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, run_time
+from shallowflow.reproductions.base import Figure, Reproduction, Section, run_time
 from shallowflow.reproductions.claims import Claim, band_verdict
-from shallowflow.reproductions.fields import Alpha, Every, HiddenWidth, LearningRate, LossReading, Seed, Steps
+from shallowflow.reproductions.fields import LossReading
 from shallowflow.reproductions.mmv.alignment_curves import (
     PAPER_ALPHA,
     PAPER_LR,
@@ -40,6 +39,7 @@ from shallowflow.reproductions.mmv.alignment_curves import (
     TOY_DESCRIPTION,
     TOY_X,
     TOY_Y,
+    GDRun,
     all_aligned_iteration,
     iterations,
     mmv_experiment,
@@ -56,15 +56,9 @@ RANK_BOUND = 2.0
 BOUND_RTOL = 1e-9  # the loss bound is checked up to this relative slack
 
 
-class Fig6Params(Params):
+class Fig6Params(GDRun):
     """Parameters of mmv-fig6."""
 
-    width: HiddenWidth
-    alpha: Alpha
-    lr: LearningRate = Field(description="GD step size")
-    steps: Steps = Field(description="GD iterations")
-    every: Every
-    seed: Seed
     reading: LossReading
 
 

@@ -33,15 +33,16 @@ import numpy as np
 import xarray as xr
 from pydantic import Field
 
-from shallowflow.reproductions.base import Figure, Params, Reproduction, Section, run_time
+from shallowflow.reproductions.base import Figure, Reproduction, Section, run_time
 from shallowflow.reproductions.claims import Claim, band_verdict
-from shallowflow.reproductions.fields import Alpha, Every, HiddenWidth, LearningRate, LossReading, Seed, Steps
+from shallowflow.reproductions.fields import LossReading, Seed
 from shallowflow.reproductions.mmv.alignment_curves import (
     PAPER_ALPHA,
     PAPER_LR,
     PAPER_WIDTH,
     PRIMARY,
     READINGS,
+    GDRun,
     all_aligned_iteration,
     iterations,
     mmv_experiment,
@@ -59,14 +60,9 @@ ANGLE_TOL = 0.05  # radians: "aligned with x_1, x_2 or x_+"
 GROWN_SHARE = 0.9  # share of sum_{V_+} ||w_j||^2 carried by the S_+ neurons at mu = 0
 
 
-class TwoPointParams(Params):
+class TwoPointParams(GDRun):
     """Parameters of mmv-two-point."""
 
-    width: HiddenWidth
-    alpha: Alpha
-    lr: LearningRate = Field(description="GD step size")
-    steps: Steps = Field(description="GD iterations")
-    every: Every
     seed: Seed = Field(description="seed of the initialisation (shared by the settings)")
     reading: LossReading
     check: int = Field(gt=0, description="the paper's check iteration (Fig. 8: 7000)")
