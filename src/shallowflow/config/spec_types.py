@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import sys
 import types
+from collections.abc import Callable
 from pathlib import PurePath
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
@@ -60,34 +61,39 @@ class ConfigError(UserError):
     one per line."""
 
 
+def _admits(annotation: Any, leaf: Callable[[Any], bool]) -> bool:
+    """Whether ``leaf`` holds for the type or, through ``Annotated`` and unions, for one of its
+    members (the one walk over a field's annotation that the checks below share)."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        return _admits(args[0], leaf)
+    if origin is Union or origin is types.UnionType:
+        return any(_admits(a, leaf) for a in args)
+    return leaf(annotation)
+
+
+def _literal(annotation: Any) -> tuple[Any, ...]:
+    """The values of a Literal type (none for any other type)."""
+    return get_args(annotation) if get_origin(annotation) is Literal else ()
+
+
 def admits_bool(annotation: Any) -> bool:
     """Whether a field of this type takes true/false (bool itself, a Literal of booleans, Any, or
     a union holding one of them); a number field does not."""
-    if annotation is bool or annotation is Any:
-        return True
-    origin, args = get_origin(annotation), get_args(annotation)
-    if origin is Literal:
-        return any(isinstance(a, bool) for a in args)
-    if origin is Annotated:
-        return admits_bool(args[0])
-    if origin is Union or origin is types.UnionType:
-        return any(admits_bool(a) for a in args)
-    return False
+    return _admits(annotation, lambda t: t is bool or t is Any
+                   or any(isinstance(v, bool) for v in _literal(t)))
 
 
 def admits_text(annotation: Any, text: str) -> bool:
     """Whether a field of this type takes the text ``text`` as it is: a str, path or free field
     (Any), or a Literal naming it; a number field does not (``width = "3"`` is text, not 3)."""
-    if annotation in (str, Any) or (isinstance(annotation, type) and issubclass(annotation, PurePath)):
-        return True
-    origin, args = get_origin(annotation), get_args(annotation)
-    if origin is Literal:
-        return text in args
-    if origin is Annotated:
-        return admits_text(args[0], text)
-    if origin is Union or origin is types.UnionType:
-        return any(admits_text(a, text) for a in args)
-    return False
+    return _admits(annotation, lambda t: t in (str, Any) or text in _literal(t)
+                   or (isinstance(t, type) and issubclass(t, PurePath)))
+
+
+def _numeric(annotation: Any) -> bool:
+    """Whether a field of this type takes a number (int or float, possibly in a union)."""
+    return _admits(annotation, lambda t: t in (int, float))
 
 
 class StrictModel(BaseModel):
@@ -113,18 +119,6 @@ class StrictModel(BaseModel):
                     raise ValueError(f"{name}: must be a number, not the text {shown(value)} "
                                      "(write it without quotes)")
         return values
-
-
-def _numeric(annotation: Any) -> bool:
-    """Whether a field of this type takes a number (int or float, possibly in a union)."""
-    if annotation in (int, float):
-        return True
-    origin, args = get_origin(annotation), get_args(annotation)
-    if origin is Annotated:
-        return _numeric(args[0])
-    if origin is Union or origin is types.UnionType:
-        return any(_numeric(a) for a in args)
-    return False
 
 
 class _Loaded:

@@ -26,8 +26,8 @@ MARKER = ".shallowflow"
 """The marker file of a folder shallowflow made: JSON ``{"made_by": "shallowflow", "kind":
 ..., "entries": [...]}``."""
 KINDS = ("run", "sweep", "reproduction", "demo")
-SHOWN = 3  # foreign entries named in a refusal
-"""The errors of a full file system or an exhausted quota (:func:`disk_errors`)."""
+FOREIGN_SHOWN = 3
+"""How many foreign entries a refusal of ``--overwrite`` names (the rest are counted)."""
 
 
 class OutputExistsError(OutputError, FileExistsError):
@@ -121,10 +121,10 @@ def check_replaceable(out: Path, field_name: str = "out") -> None:
             "marker); --overwrite replaces only folders shallowflow made: remove it yourself or "
             "choose a new folder")
     if foreign:
-        more = f" and {len(foreign) - SHOWN} more" if len(foreign) > SHOWN else ""
+        more = f" and {len(foreign) - FOREIGN_SHOWN} more" if len(foreign) > FOREIGN_SHOWN else ""
         raise OutputExistsError(
             f"{field_name}: {shown(out)} holds "
-            f"{', '.join(shown(name, bare=True) for name in foreign[:SHOWN])}{more}, which "
+            f"{', '.join(shown(name, bare=True) for name in foreign[:FOREIGN_SHOWN])}{more}, which "
             "shallowflow did not write; --overwrite never deletes them: move them away or "
             "choose a new folder")
     locked = next((Path(top) for top, _, _ in os.walk(out)

@@ -18,6 +18,7 @@ from shallowflow.machine import free_disk
 HOST = "".join(c for c in socket.gethostname() if c.isalnum())[:32] or "host"
 """This host, as written in temporary names (so a clean-up only judges its own processes)."""
 FULL = (errno.ENOSPC, errno.EDQUOT)
+"""The errors of a full file system or an exhausted quota (:func:`disk_errors`)."""
 
 
 def tmp_name(name: str) -> str:

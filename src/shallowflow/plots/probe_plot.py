@@ -37,25 +37,25 @@ def plot_probes(ds: xr.Dataset, names: Sequence[str] = ("loss", "pl_curvature"),
     nothing was recorded after time 0 (a run of 0 steps), as points at time 0. Requested probes
     that were not recorded are left out; none recorded is refused (naming ``field``)."""
     have = recorded(ds)
-    shown = [n for n in names if n in have]
-    if not shown:
+    drawn = [n for n in names if n in have]
+    if not drawn:
         raise UserError(f"{field}: none of {', '.join(names) or 'no probes'} is recorded; "
                         f"recorded: {', '.join(have)}")
-    names = shown
+    names = drawn
     fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 3.4), squeeze=False)
     t = ds["time"].values
-    shown = t > 0 if (t > 0).any() else np.ones_like(t, dtype=bool)
-    marker = "o" if shown.sum() == 1 else None  # a single time: a point, not an empty line
+    at = t > 0 if (t > 0).any() else np.ones_like(t, dtype=bool)
+    marker = "o" if at.sum() == 1 else None  # a single time: a point, not an empty line
     for ax, name in zip(axes[0], names, strict=True):
         da = _per_run(ds[name])
         values = np.asarray(da.values, dtype=float)
         for row in values[:max_lines]:
-            ax.plot(t[shown], row[shown], lw=0.6, alpha=0.35, color="C0", marker=marker)
-        ax.plot(t[shown], np.nanmedian(values, axis=0)[shown], lw=2, color="C1",
+            ax.plot(t[at], row[at], lw=0.6, alpha=0.35, color="C0", marker=marker)
+        ax.plot(t[at], np.nanmedian(values, axis=0)[at], lw=2, color="C1",
                 label="median", marker=marker)
         if (t > 0).any():
             ax.set_xscale("log")
-        finite = values[:, shown][np.isfinite(values[:, shown])]
+        finite = values[:, at][np.isfinite(values[:, at])]
         if name in LOG_SCALE and finite.size and finite.min() > 0:
             ax.set_yscale("log")
         title = name if da.ndim == ds[name].ndim else f"max over neurons of {name}"

@@ -95,8 +95,6 @@ class LineProgress:
             if completed is not None and completed > task.completed and task.first is None:
                 task.first = (time.monotonic(), completed)
             if completed is not None:
-                if task.first is None and completed > task.completed:
-                    task.first = (time.monotonic(), completed)
                 task.completed = completed
             self._emit()
 
@@ -145,18 +143,6 @@ def make_progress(enabled: bool = True) -> Bar:
         TimeElapsedColumn(), TimeRemainingColumn(), console=console,
         disable=not enabled, transient=False,
     )
-
-
-@contextlib.contextmanager
-def step_progress(description: str, enabled: bool = True) -> Iterator[Callable[[int, int], None]]:
-    """A callback ``(done_steps, total_steps)`` drawing a bar while the block runs."""
-    with make_progress(enabled) as bar:
-        task = bar.add_task(description, total=None)
-
-        def update(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
-        yield update
 
 
 class Phases:
