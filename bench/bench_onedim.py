@@ -33,7 +33,7 @@ from shallowflow.benchmarks.common import (
     finish,
     machine_info,
     parser,
-    time_simulate,
+    time_solve,
     with_foreign_load,
 )
 
@@ -81,9 +81,9 @@ def time_path(onedim: bool, net0: Any, X: Any, y: Any, target_s: float,
     (its loss is compared across the paths; it sizes the timed call), then the best of
     ``repeats`` calls of about ``target_s`` seconds."""
     cfg = _config(onedim)
-    compile_s, probe_s, res = time_simulate(cfg, net0, X, y, CHECK_STEPS, 1)
+    compile_s, probe_s, res = time_solve(cfg, net0, X, y, CHECK_STEPS, 1)
     steps = int(max(4, min(100_000, target_s / max(probe_s / CHECK_STEPS, 1e-7))))
-    _, best, _ = time_simulate(cfg, net0, X, y, steps, repeats)
+    _, best, _ = time_solve(cfg, net0, X, y, steps, repeats)
     return {"seconds_per_step": best / steps, "steps": steps, "seconds_compile_call": compile_s,
             "loss_check": float(res.records["loss"][0, -1])}
 

@@ -135,8 +135,8 @@ def best_time(fn: Callable[[], Any], repeats: int = 3, warmup: bool = True) -> t
     return best, out
 
 
-def time_simulate(cfg: Any, net0: Any, X: Any, y: Any, steps: int,
-                  repeats: int) -> tuple[float, float, Any]:
+def time_solve(cfg: Any, net0: Any, X: Any, y: Any, steps: int,
+               repeats: int) -> tuple[float, float, Any]:
     """Time ``solve`` for ``steps`` steps with records at 0 and ``steps`` only: (seconds of a
     first 1-step call on the same shapes, which compiles the loop; best wall time of ``repeats``
     timed calls, which reuse it; the last result). ``solve`` returns numpy arrays, so every

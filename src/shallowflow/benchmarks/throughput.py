@@ -30,7 +30,7 @@ from shallowflow.benchmarks.common import (
     machine_info,
     matmul_roofline,
     parser,
-    time_simulate,
+    time_solve,
     torch_loop_rate,
     with_foreign_load,
 )
@@ -66,7 +66,7 @@ def run_engine(cfg: Any, net0: Any, X: Any, y: Any, dtype: str, steps: int,
     import jax
 
     net = jax.tree_util.tree_map(lambda v: v.astype(dtype), net0)
-    compile_s, best, res = time_simulate(cfg, net, X.astype(dtype), y.astype(dtype), steps,
+    compile_s, best, res = time_solve(cfg, net, X.astype(dtype), y.astype(dtype), steps,
                                          repeats)
     flops = 4.0 * N * D * P * net0.a.shape[0] * steps
     loss = res.records["loss"]

@@ -24,7 +24,7 @@ from shallowflow.benchmarks.common import (
     cpu_count,
     machine_info,
     run_with_options,
-    time_simulate,
+    time_solve,
     with_foreign_load,
 )
 
@@ -58,7 +58,7 @@ def problem(p: int = P) -> tuple[Any, Any, Any, Any]:
 def run_engine(cfg: Any, net0: Any, X: Any, y: Any, steps: int, repeats: int) -> dict[str, Any]:
     """Best wall time of ``solve`` over ``repeats`` calls, after a 1-step call that compiles
     (same shapes, so the timed calls reuse the compiled loop)."""
-    first, best, res = time_simulate(cfg, net0, X, y, steps, repeats)
+    first, best, res = time_solve(cfg, net0, X, y, steps, repeats)
     return {
         "seconds": best,
         "seconds_compile_call": first,

@@ -12,7 +12,7 @@ rooms that read it (stationary, theory, plots, reproductions) all stand above th
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import Any
 
 TIME_UNITS = "flow time: step * lr (dtheta/dt = -T grad L)"
@@ -59,9 +59,6 @@ class RunAttrs:
                 default = f.default if f.default is not None else ""
                 values[f.name] = type(default)(_scalar(attrs[f.name]))
         return cls(**values)
-
-    def replace(self, **changes: Any) -> RunAttrs:
-        return replace(self, **changes)
 
 
 def log_lambda_of(ds: Any) -> Any:

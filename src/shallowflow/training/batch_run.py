@@ -15,7 +15,6 @@ import numpy as np
 import xarray as xr
 
 from shallowflow.dynamics import EngineOptions, EngineResult, Progress, SaveAt, StopWhen, solve
-from shallowflow.model.run_attrs import RunAttrs
 from shallowflow.training import certificates as certificate
 from shallowflow.training.batches import (
     BatchInputs,
@@ -127,7 +126,7 @@ def step_certificate(ds: xr.Dataset, batch: BatchInputs, result: EngineResult,
     ds["step_certificate_rel_by_probe"] = (
         ("run", "refinement", "certified_probe"),
         np.stack([np.stack([p[n] for n in names], axis=1) for p in by_probe], axis=1))
-    ds.attrs.update(RunAttrs.of(ds).replace(step_certificate=certificate.verdict(rel, tol)).to_attrs())
+    ds.attrs["step_certificate"] = certificate.verdict(rel, tol)  # RunAttrs.step_certificate
     if tol is not None:
         ds["step_certified"] = ("run", rel[:, 0] <= tol)
     return ds

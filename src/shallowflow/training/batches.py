@@ -68,7 +68,7 @@ def engine_config(exp: Experiment, lr: float | None = None) -> EngineConfig:
         lr=exp.train.lr if lr is None else lr,
         time_scale=exp.time_scale,
         train_second_layer=exp.train.second_layer_rate > 0,
-        # r (docs/math.md §4.5); 0 when frozen, so that both spellings compile to one engine
+        # r (docs/math.md §4.5): da/dt = -T r grad_a L; 0 freezes the second layer
         second_layer_rate=exp.train.second_layer_rate,
         batch_size=exp.train.batch_size,
         probes=tuple(dict.fromkeys(probes)),

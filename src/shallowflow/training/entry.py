@@ -45,7 +45,7 @@ from shallowflow.training.batch_run import run_batch
 from shallowflow.training.batch_store import BatchStore
 from shallowflow.training.batches import RunRef, batch_data, prepare_batch, static_signature
 from shallowflow.training.certificates import DEFAULT_PRECISION, Precision
-from shallowflow.training.preflight import FILE_BYTES, check_memory, estimate, result_bytes
+from shallowflow.training.preflight import check_memory, estimate, file_size
 
 R = TypeVar("R")
 
@@ -108,15 +108,6 @@ def train_batch_file(batch: Batch, progress: StepCallback | None = None, *,
     (:meth:`BatchStore.write <shallowflow.training.batch_store.BatchStore.write>`); returns the path
     (what comes back from a worker process is a path, not the arrays)."""
     return store.write(batch, train_batch(batch, progress, keep_data))
-
-
-def file_size(batch: Batch) -> float:
-    """The bytes of the file of ``batch`` in a batch store: its runs' results, the data of each
-    of its experiments once and the file's headers
-    (:func:`~shallowflow.training.preflight.result_bytes`, as the disk estimate counts them)."""
-    sizes = {id(ref.experiment): result_bytes(ref.experiment) for ref in batch.refs}
-    return (FILE_BYTES + sum(sizes[id(ref.experiment)][0] for ref in batch.refs)
-            + sum(shared for _, shared in sizes.values()))
 
 
 def describe(batch: Batch) -> str:
@@ -188,7 +179,8 @@ def train(experiments: Experiment | Sequence[Experiment], *, label: str = "",
 
     Before any work the memory the job needs is estimated and compared with what the machine
     has (:func:`shallowflow.training.preflight.check_memory`), and with a ``store`` the free
-    space of its folder with the files of the batches it will write (:func:`file_size`,
+    space of its folder with the files of the batches it will write
+    (:func:`~shallowflow.training.preflight.file_size`,
     :func:`shallowflow.output.check_disk`) and ``reserve`` bytes more (what the caller writes
     after training: a reproduction's figures and report); ``force`` trains anyway.
 
@@ -272,7 +264,8 @@ def train_chains(chains: Sequence[Chain], *, label: str = "",
             else:
                 fresh.append(batch)
         if saved is not None:  # room for the files of the batches still to train
-            check_disk(saved.folder, reserve + sum(file_size(b) for b in fresh), force)
+            check_disk(saved.folder, reserve + sum(file_size([r.experiment for r in b.refs])
+                                                    for b in fresh), force)
         pending.extend(fresh)
         if not step.waiting:  # nothing to train (no runs): the step is done
             advance(k, [_assemble(p) for p in step.parts])

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -82,6 +83,16 @@ def result_bytes(exp: Experiment) -> tuple[float, float]:
     data_run = n * (d + 1) if exp.data.per_run else 0
     return b * (record_points(exp) * record_size(exp) + 4 * p * d + 2 * p + data_run), \
         8.0 * n * (d + 1)
+
+
+def file_size(experiments: Sequence[Experiment]) -> float:
+    """The bytes of one batch-store file holding a run of each of ``experiments`` (an experiment
+    may repeat): the runs' results, the data of each distinct experiment once and the file's
+    headers, :data:`FILE_BYTES` (:func:`result_bytes`, as :func:`estimate` counts them)."""
+    runs = Counter(id(exp) for exp in experiments)
+    distinct = {id(exp): exp for exp in experiments}
+    sizes = {key: result_bytes(exp) for key, exp in distinct.items()}
+    return FILE_BYTES + sum(runs[key] * per_run + shared for key, (per_run, shared) in sizes.items())
 
 
 def estimate(jobs: Sequence[tuple[Experiment, int]], max_batch: int = 4096,

@@ -117,7 +117,7 @@ def convergence_grids(requests: Sequence[GridRequest], train: Trainer) -> list[x
 
 def grid_steps(request: GridRequest) -> Chain:
     """One grid as a step of a :data:`~shallowflow.training.entry.Chain` (``yield from`` it in a
-    protocol trained with ``keep_data=True``): its experiments in one step; returns the grid."""
+    chain trained with ``keep_data=True``): its experiments in one step; returns the grid."""
     exps = request.experiments()
     return _grid(request, exps, (yield exps))
 

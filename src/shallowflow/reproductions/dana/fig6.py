@@ -156,8 +156,9 @@ def run_point(exp: Experiment, train: Trainer, chunk: int, avg_epochs: int) -> x
                      coords={"run": np.arange(exp.runs), "epoch": np.arange(E + 1)})
     out["converged_text"] = ("run", converged(out.final_loss.values,
                                               threshold(n, "paper", out.C_y_minus.values)))
-    out["span"] = ("run", np.full(exp.runs, RunAttrs.of(ds).span))
-    out.attrs.update({"n": n, "p": exp.model.width, "epochs": E, "notes": RunAttrs.of(ds).notes})
+    attrs = RunAttrs.of(ds)
+    out["span"] = ("run", np.full(exp.runs, attrs.span))
+    out.attrs.update({"n": n, "p": exp.model.width, "epochs": E, "notes": attrs.notes})
     return out
 
 
