@@ -6,7 +6,7 @@
     .venv/bin/python bench/compare_reproductions.py runs/before runs/after
 
 or ``--run runs/after`` to produce the second set with this tree first. For every reproduction
-folder present in both, every claim is compared field by field (id, verdict, paper value,
+folder present in both, every claim is compared field by field (id, verdict, reference, source, role,
 measured value, interval, variants, notes): numbers must agree to ``--rtol`` (default 0: bit for
 bit as printed in claims.json), text exactly. Prints one line per reproduction and each
 difference; exits 1 if any claim differs.

@@ -45,7 +45,8 @@ def check_reproduction_folder(folder, ids=None):
     with all fields and a known verdict (exactly the claim ids ``ids`` when given), and every PNG
     that report.md links exists and is not trivially small; params.json and provenance.json are
     there. Returns (claims by id, report text)."""
-    fields = {"id", "statement", "paper_value", "measured", "verdict", "interval", "notes", "variants"}
+    fields = {"id", "statement", "reference", "measured", "verdict", "interval", "notes", "variants",
+              "source", "role"}
     claims = json.loads((folder / "claims.json").read_text())
     assert isinstance(claims, list) and claims
     if ids is not None:

@@ -137,7 +137,7 @@ def test_fig3_lemma5_bound(p, verdict):
     ds = fig3_data(("gaussian", synthetic_grid(PAPER_GRID, 3000, 100, 25, p=p, good=0.96)))
     claim = fig3_claims(ds)["lemma5_bound"]
     assert claim.measured == 0.96
-    assert claim.paper_value == round(1 - 3500 * 0.75**p, 4)
+    assert claim.reference == round(1 - 3500 * 0.75**p, 4)
     assert claim.verdict == verdict
 
 

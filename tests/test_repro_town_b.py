@@ -153,7 +153,7 @@ def test_fig5_changed_verdict_constant_changes_only_the_verdict(fig5, tmp_path, 
                        for s in (0.0, 1.01))
     assert lenient.keys() == strict.keys()
     for cid in lenient:
-        for field in ("statement", "paper_value", "measured", "interval", "variants"):
+        for field in ("statement", "reference", "measured", "interval", "variants"):
             assert lenient[cid][field] == strict[cid][field]
         if cid != "limit_approach":
             assert lenient[cid]["verdict"] == strict[cid]["verdict"]

@@ -301,7 +301,9 @@ def reproduce(
                                              precision=precision)
             out.print(f"{item}:", highlight=False)
             for c in claims:
-                out.print(f"  {c.verdict:15s} {c.id}: measured {c.measured}", highlight=False)
+                role = " (check)" if c.role == "check" else ""
+                out.print(f"  {c.verdict:15s} {c.id}{role}: measured {c.measured}",
+                          highlight=False)
             out.print(f"  report: {folder / 'report.md'}", highlight=False)
             finished.append(str(folder))
 

@@ -1,49 +1,115 @@
-"""``report.md``: the figures and the claims table of a reproduction, side by side."""
+"""``report.md``: the figures and the claims table of a reproduction, side by side.
+
+Numbers are shown with 4 significant digits, or more where a band or an interval needs them: a
+row never prints a pair whose two ends are different numbers as equal (:func:`digits`)."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
+from typing import Any
+
 from shallowflow.reproductions.claims import Claim
 
+DIGITS = 4
+"""Significant digits of a number in a report, unless a pair in its row needs more."""
+MAX_DIGITS = 17
+"""Enough for any two different float64 numbers to print differently."""
 
-def _fmt(value) -> str:
+
+def _pairs(value: Any) -> Iterable[tuple[float, float]]:
+    """The (lo, hi) pairs of numbers in ``value``: a two-number list or tuple, anywhere inside."""
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _pairs(v)
+    elif isinstance(value, (list, tuple)):
+        if len(value) == 2 and all(isinstance(v, float | int) and not isinstance(v, bool)
+                                   for v in value):
+            yield float(value[0]), float(value[1])
+        else:
+            for v in value:
+                yield from _pairs(v)
+
+
+def digits(*values: Any) -> int:
+    """The fewest significant digits (at least :data:`DIGITS`) at which every pair of different
+    finite numbers in ``values`` prints as two different numbers."""
+    pairs = [(a, b) for v in values for a, b in _pairs(v)
+             if a != b and math.isfinite(a) and math.isfinite(b)]
+    for p in range(DIGITS, MAX_DIGITS + 1):
+        if all(f"{a:.{p}g}" != f"{b:.{p}g}" for a, b in pairs):
+            return p
+    return MAX_DIGITS
+
+
+def fmt(value: Any, p: int = DIGITS) -> str:
+    """``value`` as table text: floats to ``p`` significant digits, lists in brackets."""
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return f"{value:.{p}g}"
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_fmt(v) for v in value) + "]"
+        return "[" + ", ".join(fmt(v, p) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {fmt(v, p)}" for k, v in value.items()) + "}"
     return str(value).replace("|", "/").replace("\n", " ")
 
 
+def _source(c: Claim) -> str:
+    return "" if c.source is None else c.source.kind
+
+
 def claims_table(claims: list[Claim]) -> str:
-    rows = ["| claim | paper | measured | interval | verdict |", "|---|---|---|---|---|"]
+    """One row per claim: statement, reference and its source kind, measured value, interval,
+    verdict; numbers with the digits their row's pairs need."""
+    rows = ["| claim | reference | source | measured | interval | verdict |",
+            "|---|---|---|---|---|---|"]
     for c in claims:
-        interval = "" if c.interval is None else _fmt(list(c.interval))
-        rows.append(f"| **{c.id}**: {_fmt(c.statement)} | {_fmt(c.paper_value)} | "
-                    f"{_fmt(c.measured)} | {interval} | {c.verdict} |")
+        p = digits(c.reference, c.interval, [c.reference, c.measured]
+                   if isinstance(c.reference, float | int) else None)
+        interval = "" if c.interval is None else fmt(list(c.interval), p)
+        rows.append(f"| **{c.id}**: {fmt(c.statement)} | {fmt(c.reference, p)} | {_source(c)} | "
+                    f"{fmt(c.measured, p)} | {interval} | {c.verdict} |")
     return "\n".join(rows)
+
+
+def _notes(claims: list[Claim]) -> list[str]:
+    """One line per claim with a source, notes or variants."""
+    out = []
+    for c in claims:
+        parts = []
+        if c.source is not None:
+            parts.append(f"Reference ({c.source.kind}): {c.source.where.strip()}")
+        if c.notes.strip():
+            parts.append(c.notes.strip())
+        if c.variants:
+            parts.append("Variants: " + "; ".join(f"{k}: {fmt(v, digits(v))}"
+                                                  for k, v in c.variants.items()))
+        if parts:
+            out.append(f"- **{c.id}**: " + " ".join(parts))
+    return out
 
 
 def render(title: str, summary: str, figures: list[tuple[str, str]], claims: list[Claim],
            sections: list[tuple[str, str]], preset: str, params: dict, wall_s: float,
            precision: str) -> str:
-    """The Markdown report: summary, figures with captions, claims table, claim notes,
-    further sections, the preset's parameters and the precision the runs were trained in."""
+    """The Markdown report: summary, figures with captions, claims table (the counted claims,
+    then the checks), claim notes with each reference's source, further sections, the preset's
+    parameters and the precision the runs were trained in."""
     out = [f"# {title}", "", summary.strip(), ""]
     for path, caption in figures:
         out += [f"![{path}]({path})", "", f"*{caption.strip()}*", ""]
-    if claims:
-        out += ["## Claims", "", claims_table(claims), ""]
-        noted = [c for c in claims if c.notes or c.variants]
-        if noted:
-            out += ["### Notes", ""]
-            for c in noted:
-                text = c.notes.strip()
-                if c.variants:
-                    text += " Variants: " + "; ".join(f"{k}: {_fmt(v)}" for k, v in c.variants.items())
-                out += [f"- **{c.id}**: {text.strip()}"]
-            out += [""]
+    counted = [c for c in claims if c.role == "claim"]
+    checks = [c for c in claims if c.role == "check"]
+    if counted:
+        out += ["## Claims", "", claims_table(counted), ""]
+    if checks:
+        out += ["## Checks", "", "Consistency checks: they hold by construction or test little, "
+                "and are not counted among the claims.", "", claims_table(checks), ""]
+    notes = _notes(claims)
+    if notes:
+        out += ["### Notes", "", *notes, ""]
     for heading, text in sections:
         out += [f"## {heading}", "", text.strip(), ""]
-    settings = ", ".join(f"{k} = {_fmt(v)}" for k, v in params.items())
+    settings = ", ".join(f"{k} = {fmt(v)}" for k, v in params.items())
     out += ["## Settings", "", f"Preset `{preset}`: {settings}. Wall time {wall_s:.1f} s.", "",
             f"Precision: {precision}", ""]
     return "\n".join(out)
