@@ -77,6 +77,8 @@ def world(d: Path) -> None:
                                         "other: *w\n")
     (d / "empty.toml").write_text("")
     (d / "sw_grid_text.toml").write_text(SWEEP.replace("[2, 3]", '[2, "3"]'))
+    (d / "sw_name_number.toml").write_text(SWEEP.replace('name = "sw"', "name = 3"))
+    (d / "sw_name_long.toml").write_text(SWEEP.replace('name = "sw"', f'name = "{"s" * 10_000}"'))
     (d / "folder.toml").mkdir()
     (d / "loop.toml").symlink_to(d / "loop.toml")
     (d / "dangling.toml").symlink_to(d / "nowhere.toml")
@@ -347,6 +349,15 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("bool-runs", run_set("runs=true"), ["runs", "true/false", "got true"]),
     ("bool-width", run_set("model.width=true"), ["model.width", "true/false"]),
     ("bool-seed", run_set("seed=false"), ["seed", "true/false", "got false"]),
+    # ---- names: they prefix every progress line (bounded, printable, text)
+    ("name-megabyte", run_set(f"name='{'n' * 1_000_000}'"), ["name", "1 to 120 characters"]),
+    ("name-empty", run_set("name=''"), ["name", "1 to 120 characters"]),
+    ("name-line-break", run_set('name="a\\nb"'), ["name", "printable"]),
+    ("name-number", run_set("name=3"), ["name", "3"]),
+    ("sweep-name-number", ["sweep", "{d}/sw_name_number.toml", "--out", "{out}"],
+     ["sweep.name", "must be text", "got 3"]),
+    ("sweep-name-long", ["sweep", "{d}/sw_name_long.toml", "--out", "{out}"],
+     ["sweep.name", "1 to 120 characters"]),
     ("bool-record-every", run_set("record.every=true"), ["record.every", "true/false"]),
     ("bool-lr", run_set("train.lr=true"), ["train.lr", "true/false"]),
     ("bool-sweep-grid", ["sweep", "{d}/sw_grid_bool.toml", "--out", "{out}"],

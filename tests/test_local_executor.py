@@ -49,7 +49,7 @@ def test_the_next_batch_starts_while_one_trains():
     """Batch 0 waits for batch 1 to start: one batch at a time, it would wait in vain."""
     started = [threading.Event() for _ in range(3)]
 
-    def task(k, progress):
+    def task(k, progress, cancel):
         started[k].set()
         if k == 0 and not started[1].wait(timeout=10):
             raise RuntimeError("batch 1 did not start while batch 0 ran")
@@ -57,12 +57,12 @@ def test_the_next_batch_starts_while_one_trains():
 
     out = run_all(LocalExecutor(2), task, 3)
     assert sorted(out) == [(0, 0), (1, 10), (2, 20)]
-    out = run_all(LocalExecutor(1), lambda k, progress: k, 3)
+    out = run_all(LocalExecutor(1), lambda k, progress, cancel: k, 3)
     assert out == [(0, 0), (1, 1), (2, 2)]  # one at a time: in order
 
 
 def test_a_failing_batch_leaves_the_others_going():
-    def task(k, progress):
+    def task(k, progress, cancel):
         if k == 1:
             raise ValueError("bad batch")
         return k
@@ -74,17 +74,18 @@ def test_a_failing_batch_leaves_the_others_going():
 
 def test_a_stop_reaches_the_batches_in_flight():
     """The caller stops after the first result: the batch still in flight ends at its next step
-    (its progress callback raises), and no further batch starts."""
+    (its cancellation token raises), and no further batch starts."""
     seen: list[str] = []
     quick = threading.Event()
 
-    def task(k, progress):
+    def task(k, progress, cancel):
         if k == 0:
             return "first"
         quick.set()
         for step in range(5000):  # seconds without the stop
             try:
                 progress(step, 5000)
+                cancel.check()
             except Cancelled:
                 seen.append(f"batch {k} cancelled")
                 raise

@@ -215,7 +215,7 @@ def test_a_failing_batch_stops_the_rerun_beside_it(monkeypatch):
     segments: list[int] = []
     rerun_started, outcome = threading.Event(), []
 
-    def engine(batch, level=0, progress=None):
+    def engine(batch, level=0, progress=None, cancel=None):
         if batch.dtype == "float32":
             assert rerun_started.wait(60)
             raise RuntimeError("the batch failed")
@@ -226,7 +226,7 @@ def test_a_failing_batch_stops_the_rerun_beside_it(monkeypatch):
             progress(done, total)
 
         try:
-            return real(batch, level, counted)
+            return real(batch, level, counted, cancel)
         except BaseException as err:
             outcome.append(err)
             raise
@@ -239,7 +239,7 @@ def test_a_failing_batch_stops_the_rerun_beside_it(monkeypatch):
     batch = experiment.prepare_batch([experiment.RunRef(exp, r) for r in range(2)])
     with pytest.raises(RuntimeError, match="the batch failed"):
         experiment.run_batch(batch)
-    assert outcome and type(outcome[0]).__name__ == "_Stopped"
+    assert outcome and type(outcome[0]).__name__ == "Cancelled"
     assert segments and max(segments) < 20000  # stopped before its end
 
 
@@ -277,24 +277,24 @@ def test_float32_products_are_full_float32(layout):
 
 
 def test_a_caller_that_stops_stops_the_certificate_reruns():
-    """The caller's progress callback raising (the local executor stopping) reaches the reruns
-    after the batch: the step-size certificate's reruns at lr/2 and lr/4 stop at their first
-    segment instead of training to their end."""
+    """The caller's cancellation (the local executor stopping) reaches the reruns after the
+    batch: the step-size certificate's reruns at lr/2 and lr/4 stop at their first segment
+    instead of training to their end."""
+    from shallowflow.errors import Cancelled
+    from shallowflow.runtime.cancel import CancelToken
     from shallowflow.training import batch_run as experiment
 
-    class Halt(Exception):
-        pass
-
     calls: list[tuple[int, int]] = []
+    cancel = CancelToken()
 
     def progress(done, total):
         calls.append((done, total))
         if len(calls) > 1 and calls[-2] == (total, total):  # called again after the batch's end
-            raise Halt
+            cancel.cancel()
 
     exp = experiment_from_mapping({**SPEC, "train": {**SPEC["train"], "steps": 20000,
                                                      "step_certificate": 2}})
     batch = experiment.prepare_batch([experiment.RunRef(exp, r) for r in range(2)])
-    with pytest.raises(Halt):
-        experiment.run_batch(batch, progress)
+    with pytest.raises(Cancelled):
+        experiment.run_batch(batch, progress, cancel)
     assert calls[-1] == calls[-2] == (20000, 20000)  # the bar kept the batch's position

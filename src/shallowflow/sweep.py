@@ -46,6 +46,7 @@ from shallowflow.config import (
     set_path,
     split_override,
 )
+from shallowflow.config.spec_types import label_problem
 from shallowflow.errors import BatchesFailed, shown
 from shallowflow.output import atomic_file, claim, clean_stale, write_marker, write_text
 from shallowflow.runtime.executors import Executor, LocalExecutor
@@ -104,6 +105,9 @@ def sweep_from_mapping(mapping: dict[str, Any], root: Path | None = None,
                 raise ConfigError(f"--set: {shown('.'.join(parts))} is also set by the grid key "
                                   f"{shown(key)}, which would replace it at every point (got "
                                   f"{shown(item)}); change the grid in the sweep file instead")
+    name = mapping.get("name", "sweep")
+    if (problem := label_problem(name)) is not None:
+        raise ConfigError(f"sweep.name: {problem}, got {shown(name)}")
     max_batch = mapping.get("max_batch", 256)
     if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
         raise ConfigError(f"sweep.max_batch: must be an integer >= 1, got {shown(max_batch)}")
@@ -128,7 +132,7 @@ def sweep_from_mapping(mapping: dict[str, Any], root: Path | None = None,
             raise ConfigError("\n".join(f"{line} [sweep grid point {pid}: {shown(values)}]"
                                          for line in lines)) from None
         points.append(Point(pid, values, exp))
-    return Sweep(str(mapping.get("name", "sweep")), points, max_batch, grid)
+    return Sweep(name, points, max_batch, grid)
 
 
 def load_sweep(path: str | Path, overrides: list[str] | None = None) -> Sweep:

@@ -15,7 +15,7 @@ from shallowflow.config.init_schemes import BalancedInit, InitSpec, _Scaled
 from shallowflow.config.model_spec import ModelSpec
 from shallowflow.config.record_spec import RecordSpec
 from shallowflow.config.signature import signature_of
-from shallowflow.config.spec_types import DIGEST, MAX_SEED, StrictModel
+from shallowflow.config.spec_types import DIGEST, MAX_SEED, Label, StrictModel
 from shallowflow.config.train_spec import CLASSIFICATION_LOSSES, TrainSpec
 
 
@@ -37,7 +37,7 @@ _CACHED = ("choices", "signature")
 class Experiment(StrictModel):
     """A batch of ``runs`` independent networks; run r draws its keys from (seed, r)."""
 
-    name: str = "experiment"
+    name: Label = "experiment"
     seed: int = Field(0, ge=0, le=MAX_SEED)
     runs: int = Field(1, gt=0)
     data: DataSpec

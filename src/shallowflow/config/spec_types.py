@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import numpy as np
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -136,6 +137,31 @@ class _Loaded:
     def __hash__(self) -> int:
         return 0
 
+
+NAME_CHARS = 120
+"""The longest experiment or sweep name: it prefixes every progress line."""
+
+
+def label_problem(value: Any) -> str | None:
+    """Why ``value`` is no :data:`Label` (None: it is one)."""
+    if not isinstance(value, str):
+        return "must be text"
+    if not 1 <= len(value) <= NAME_CHARS:
+        return f"must be 1 to {NAME_CHARS} characters long"
+    if not value.isprintable():
+        return "must be printable text (no control characters or line breaks)"
+    return None
+
+
+def _check_label(value: str) -> str:
+    problem = label_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+Label = Annotated[str, AfterValidator(_check_label)]
+"""A name shown in progress lines and reports: 1 to :data:`NAME_CHARS` printable characters."""
 
 Range = tuple[float, float]
 

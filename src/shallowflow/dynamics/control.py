@@ -1,15 +1,16 @@
 """What a caller sees and says while an engine call runs
 (:func:`~shallowflow.dynamics.driver.solve`): a :class:`Progress` meter the engine advances
-after each compiled segment, and a :class:`CancelToken` it checks there, raising
-:class:`~shallowflow.errors.Cancelled` once the token is cancelled."""
+after each compiled segment, and a :class:`~shallowflow.runtime.cancel.CancelToken` it checks
+there, raising :class:`~shallowflow.errors.Cancelled` once the token is cancelled."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from shallowflow.errors import Cancelled
+from shallowflow.runtime.cancel import CancelToken
+
+__all__ = ["CancelToken", "Progress"]
 
 
 @dataclass
@@ -32,27 +33,3 @@ class Progress:
         self.done += steps
         if self.report is not None:
             self.report(self.done, self.total)
-
-
-class CancelToken:
-    """A request to stop, shared between threads: :meth:`cancel` sets it, :meth:`check` raises
-    :class:`~shallowflow.errors.Cancelled` once it is set. A token made with a ``parent`` is
-    also cancelled when its parent is (the shards of one call, cancelled together)."""
-
-    def __init__(self, parent: CancelToken | None = None) -> None:
-        self._event = threading.Event()
-        self._parent = parent
-
-    def cancel(self) -> None:
-        """Ask the work to stop at its next check."""
-        self._event.set()
-
-    @property
-    def cancelled(self) -> bool:
-        """Whether this token, or its parent, was cancelled."""
-        return self._event.is_set() or (self._parent is not None and self._parent.cancelled)
-
-    def check(self) -> None:
-        """Raise :class:`~shallowflow.errors.Cancelled` if :attr:`cancelled`."""
-        if self.cancelled:
-            raise Cancelled

@@ -1,12 +1,14 @@
 """Where batches run: the executor seam of the training entry point (docs/architecture.md,
 "Training").
 
-An executor takes a task ``task(batch, progress) -> result`` and a list of batches (which the
-caller may extend while it consumes the results) and yields ``(batch, result)`` as batches
-finish; a batch whose task raised yields a :class:`Failure` as its result (the others go on).
-``progress`` is a step callback ``(done, total)`` for in-process executors and ``None`` where
-the work runs elsewhere. The task must be picklable for executors that ship it to other
-processes (a module-level function or a ``functools.partial`` of one).
+An executor takes a task ``task(batch, progress, cancel) -> result`` and a list of batches
+(which the caller may extend while it consumes the results) and yields ``(batch, result)`` as
+batches finish; a batch whose task raised yields a :class:`Failure` as its result (the others go
+on). ``progress`` is a step callback ``(done, total)`` for in-process executors and ``None``
+where the work runs elsewhere; ``cancel`` is a :class:`~shallowflow.runtime.cancel.CancelToken`
+the executor cancels when the caller stops or is interrupted (``None`` where the work runs
+elsewhere: a cluster cancels its futures itself). The task must be picklable for executors that
+ship it to other processes (a module-level function or a ``functools.partial`` of one).
 
 - ``local``: in this process, two batches at a time (:class:`LocalExecutor`), each with its own
   step progress bar;
@@ -16,18 +18,20 @@ processes (a module-level function or a ``functools.partial`` of one).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, Protocol, TypeVar
 
-from shallowflow.errors import Cancelled, Failure, UserError, shown
+from shallowflow.errors import Failure, UserError, shown
 from shallowflow.machine import available_cores, jax_has_cuda, visible_gpus
+from shallowflow.runtime.cancel import CancelToken
 from shallowflow.runtime.progress import Bar
 
 B = TypeVar("B")
 R = TypeVar("R")
 StepCallback = Callable[[int, int], None]
+Task = Callable[[B, StepCallback | None, CancelToken | None], R]
+"""What an executor runs on each batch: ``task(batch, progress, cancel) -> result``."""
 
 
 class Executor(Protocol):
@@ -44,7 +48,7 @@ class Executor(Protocol):
         cluster is unreachable); called before any output is written."""
         ...
 
-    def run(self, task: Callable[[B, StepCallback | None], R], batches: Sequence[B],
+    def run(self, task: Task[B, R], batches: Sequence[B],
             bar: Bar, describe: Callable[[B], str]) -> Iterator[tuple[B, R | Failure]]: ...
 
     def close(self) -> None:
@@ -78,18 +82,16 @@ class LocalExecutor:
     def close(self) -> None:
         """Nothing to release."""
 
-    def run(self, task: Callable[[B, StepCallback | None], R], batches: Sequence[B],
+    def run(self, task: Task[B, R], batches: Sequence[B],
             bar: Bar, describe: Callable[[B], str]) -> Iterator[tuple[B, R | Failure]]:
-        stop = threading.Event()
+        stop = CancelToken()
         running: dict[Future[R], tuple[int, B, Any]] = {}
         started = 0
 
         def attempt(batch: B, inner: Any) -> R:
             def progress(done: int, total: int) -> None:
-                if stop.is_set():
-                    raise Cancelled
                 bar.update(inner, completed=done, total=total)
-            return task(batch, progress)
+            return task(batch, progress, stop)
 
         with ThreadPoolExecutor(self.in_flight, thread_name_prefix="shallowflow-batch") as pool:
             try:
@@ -110,7 +112,7 @@ class LocalExecutor:
                             raise error  # an interrupt inside the task
                         yield batch, (Failure.of(error) if error is not None else future.result())
             except BaseException:  # an interrupt, or the caller stopped: the others stop too
-                stop.set()
+                stop.cancel()
                 raise
 
 
@@ -232,7 +234,7 @@ class DaskExecutor:
             self._client.register_plugin(WorkerSetup(None))
         return self._client
 
-    def run(self, task: Callable[[B, StepCallback | None], R], batches: Sequence[B],
+    def run(self, task: Task[B, R], batches: Sequence[B],
             bar: Bar, describe: Callable[[B], str]) -> Iterator[tuple[B, R | Failure]]:
         from dask.distributed import as_completed
 
@@ -244,7 +246,7 @@ class DaskExecutor:
 
         def submit_new() -> None:  # batches the caller appended since (Executor.run)
             for b in batches[len(futures):]:
-                fut = client.submit(task, b, None, pure=False)
+                fut = client.submit(task, b, None, None, pure=False)
                 futures[fut] = b
                 running.add(fut)
 

@@ -6,7 +6,6 @@ end states of its runs (docs/math.md §9.5-9.6). Preparing a batch is
 from __future__ import annotations
 
 import itertools
-import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
@@ -15,6 +14,8 @@ import numpy as np
 import xarray as xr
 
 from shallowflow.dynamics import EngineOptions, EngineResult, Progress, SaveAt, StopWhen, solve
+from shallowflow.runtime.cancel import CancelToken
+from shallowflow.runtime.executors import StepCallback
 from shallowflow.training import certificates as certificate
 from shallowflow.training.batches import (
     BatchInputs,
@@ -25,28 +26,29 @@ from shallowflow.training.batches import (
 )
 
 
-def _run_engine(batch: BatchInputs, level: int = 0,
-                progress: Callable[[int, int], None] | None = None) -> EngineResult:
+def _run_engine(batch: BatchInputs, level: int = 0, progress: StepCallback | None = None,
+                cancel: CancelToken | None = None) -> EngineResult:
     """Train the batch at step lr / 2^level, recording at the same flow times. ``progress(done,
-    total)`` is called after each compiled segment; an exception it raises ends the training."""
+    total)`` is called after each compiled segment, where ``cancel`` is checked too."""
     exp = batch.refs[0].experiment
     cfg = engine_config(exp, exp.train.lr / 2**level)
     return solve(
         cfg, batch.net0, batch.X, batch.y, saveat=SaveAt(batch.schedule * 2**level),
         stop=StopWhen(loss=batch.stop_loss, grad=batch.stop_grad, seconds=exp.train.max_seconds),
         options=EngineOptions(span=batch.span, skip_dead=exp.train.skip_dead),
-        keys=batch.keys, log_lambda=batch.log_lambda, progress=Progress(report=progress))
+        keys=batch.keys, log_lambda=batch.log_lambda, progress=Progress(report=progress),
+        cancel=cancel)
 
 
-def run_batch(batch: BatchInputs,
-              progress: Callable[[int, int], None] | None = None) -> xr.Dataset:
+def run_batch(batch: BatchInputs, progress: StepCallback | None = None,
+              cancel: CancelToken | None = None) -> xr.Dataset:
     """Train a prepared batch and return its Dataset, with the certificates its ``train``
     options ask for (:data:`CERTIFICATES`) and its end states. A certificate's reference runs
     depend on the batch alone; those marked ``beside`` run in a thread while the batch trains.
-    The reruns stop at their next segment when the batch fails, or when ``progress`` raises
-    (the caller stops: :class:`~shallowflow.runtime.executors.LocalExecutor`); they report the batch's
-    last position to it, so the bar shows the batch."""
-    stopped = threading.Event()
+    Everything stops at its next segment once ``cancel`` is cancelled (the caller stops:
+    :class:`~shallowflow.runtime.executors.LocalExecutor`); the reruns also stop when the batch
+    fails. They report the batch's last position to ``progress``, so the bar shows the batch."""
+    reruns = CancelToken(parent=cancel)
     last = [0, 0]  # the batch's last (done, total) steps
 
     def batch_progress(done: int, total: int) -> None:
@@ -55,28 +57,23 @@ def run_batch(batch: BatchInputs,
             progress(done, total)
 
     def rerun_progress(done: int, total: int) -> None:
-        if stopped.is_set():
-            raise _Stopped
         if progress is not None:
             progress(*last)
 
     with ThreadPoolExecutor(1, thread_name_prefix="shallowflow-certificate") as pool:
-        early = [pool.submit(c.reference, batch, rerun_progress) if c.beside else None
+        early = [pool.submit(c.reference, batch, rerun_progress, reruns) if c.beside else None
                  for c in CERTIFICATES]
         try:
-            result = _run_engine(batch, 0, batch_progress)
+            result = _run_engine(batch, 0, batch_progress, cancel)
         except BaseException:  # a failure or an interrupt: the reruns stop at their next segment
-            stopped.set()
+            reruns.cancel()
             raise
         ds = to_dataset(batch, result)
         for c, future in zip(CERTIFICATES, early, strict=True):
-            reference = c.reference(batch, rerun_progress) if future is None else future.result()
+            reference = (c.reference(batch, rerun_progress, reruns) if future is None
+                         else future.result())
             ds = c.attach(ds, batch, result, reference)
     return attach_end_states(ds, batch)
-
-
-class _Stopped(Exception):
-    """The batch failed or was interrupted: the certificate reruns beside it stop."""
 
 
 def attach_end_states(ds: xr.Dataset, batch: BatchInputs) -> xr.Dataset:
@@ -95,11 +92,11 @@ def attach_end_states(ds: xr.Dataset, batch: BatchInputs) -> xr.Dataset:
     return ds.merge(end, combine_attrs="drop_conflicts")
 
 
-def step_reruns(batch: BatchInputs,
-                progress: Callable[[int, int], None] | None = None) -> list[EngineResult] | None:
+def step_reruns(batch: BatchInputs, progress: StepCallback | None = None,
+                cancel: CancelToken | None = None) -> list[EngineResult] | None:
     """With ``train.step_certificate`` = 1 or 2: the batch rerun at lr/2 (and lr/4), else None."""
     levels = batch.refs[0].experiment.train.step_certificate
-    return [_run_engine(batch, k, progress) for k in range(1, levels + 1)] if levels else None
+    return [_run_engine(batch, k, progress, cancel) for k in range(1, levels + 1)] if levels else None
 
 
 def step_certificate(ds: xr.Dataset, batch: BatchInputs, result: EngineResult,
@@ -132,8 +129,8 @@ def step_certificate(ds: xr.Dataset, batch: BatchInputs, result: EngineResult,
     return ds
 
 
-def precision_reruns(batch: BatchInputs,
-                     progress: Callable[[int, int], None] | None = None) -> EngineResult | None:
+def precision_reruns(batch: BatchInputs, progress: StepCallback | None = None,
+                     cancel: CancelToken | None = None) -> EngineResult | None:
     """With ``train.precision_certificate`` = k (a float32 batch): its first k runs trained in
     float64, from the float64 data and networks the batch was rounded from; else None."""
     k = min(batch.refs[0].experiment.train.precision_certificate, len(batch.refs))
@@ -143,7 +140,7 @@ def precision_reruns(batch: BatchInputs,
                                            precision_certificate_tol=None, step_certificate=0,
                                            step_certificate_tol=None), r.index)
             for r in batch.refs[:k]]  # each run its own experiment: seeds, scales may differ
-    return _run_engine(prepare_batch(refs, batch.drawn), 0, progress)
+    return _run_engine(prepare_batch(refs, batch.drawn), 0, progress, cancel)
 
 
 def precision_certificate(ds: xr.Dataset, batch: BatchInputs, result: EngineResult,
@@ -171,13 +168,14 @@ def precision_certificate(ds: xr.Dataset, batch: BatchInputs, result: EngineResu
 
 
 class Certificate(NamedTuple):
-    """A certificate of a trained batch: ``reference(batch, progress)``, the reruns it compares
-    the batch with (a function of the batch alone; None where its ``train`` option is off;
-    ``progress`` is their step callback), and ``attach(ds, batch, result, reference)``.
+    """A certificate of a trained batch: ``reference(batch, progress, cancel)``, the reruns it
+    compares the batch with (a function of the batch alone; None where its ``train`` option is
+    off; ``progress`` is their step callback, ``cancel`` their token), and ``attach(ds, batch,
+    result, reference)``.
     ``beside``: the reference runs in a thread while the batch trains (a few runs beside a
     batch's many), else after it (a whole batch again)."""
 
-    reference: Callable[[BatchInputs, Callable[[int, int], None] | None], Any]
+    reference: Callable[[BatchInputs, StepCallback | None, CancelToken | None], Any]
     attach: Callable[[xr.Dataset, BatchInputs, EngineResult, Any], xr.Dataset]
     beside: bool
 

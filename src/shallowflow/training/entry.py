@@ -39,7 +39,8 @@ import xarray as xr
 from shallowflow.config import DIGEST, Experiment
 from shallowflow.errors import BatchesFailed, DiskFull, Failure
 from shallowflow.output import check_disk
-from shallowflow.runtime.executors import Executor, LocalExecutor, StepCallback
+from shallowflow.runtime.cancel import CancelToken
+from shallowflow.runtime.executors import Executor, LocalExecutor, StepCallback, Task
 from shallowflow.runtime.progress import make_progress
 from shallowflow.training.batch_run import run_batch
 from shallowflow.training.batch_store import BatchStore
@@ -93,21 +94,23 @@ def plan(refs: Sequence[RunRef], max_batch: int = 4096,
 
 
 def train_batch(batch: Batch, progress: StepCallback | None = None,
-                keep_data: bool = False) -> xr.Dataset:
-    """Prepare (data, initial networks, keys, record schedule) and train one batch."""
+                cancel: CancelToken | None = None, keep_data: bool = False) -> xr.Dataset:
+    """Prepare (data, initial networks, keys, record schedule) and train one batch (an executor's
+    task: :data:`~shallowflow.runtime.executors.Task`)."""
     prepared = prepare_batch(batch.refs)
-    ds = run_batch(prepared, progress)
+    ds = run_batch(prepared, progress, cancel)
     if keep_data:
         ds = ds.merge(batch_data(prepared))
     return ds
 
 
-def train_batch_file(batch: Batch, progress: StepCallback | None = None, *,
+def train_batch_file(batch: Batch, progress: StepCallback | None = None,
+                     cancel: CancelToken | None = None, *,
                      store: BatchStore, keep_data: bool = False) -> Path:
     """:func:`train_batch`, its Dataset written atomically into ``store``
     (:meth:`BatchStore.write <shallowflow.training.batch_store.BatchStore.write>`); returns the path
     (what comes back from a worker process is a path, not the arrays)."""
-    return store.write(batch, train_batch(batch, progress, keep_data))
+    return store.write(batch, train_batch(batch, progress, cancel, keep_data))
 
 
 def describe(batch: Batch) -> str:
@@ -115,7 +118,7 @@ def describe(batch: Batch) -> str:
     return f"batch {batch.id} ({batch.size} runs)"
 
 
-def execute(task: Callable[[Batch, StepCallback | None], R], batches: Sequence[Batch],
+def execute(task: Task[Batch, R], batches: Sequence[Batch],
             label: str = "", show_progress: bool = True, executor: Executor | None = None,
             done_runs: int = 0, name: Callable[[Batch], str] = describe,
             ) -> Iterator[tuple[Batch, R]]:
