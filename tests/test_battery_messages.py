@@ -85,6 +85,17 @@ REPRO = ["reproduce", "town-fig1", "--out", "{out}"]
 SWEEP = ["sweep", "{d}/sweep.toml", "--out", "{out}"]
 
 CASES: list[tuple[str, list[str], list[str]]] = [
+    # ---- what the argument parser refuses: one line pointing at --help, not its usage box
+    ("unknown-option", ["run", "{d}/exp.toml", "--bogus"],
+     ["No such option: --bogus", " run --help'"]),
+    ("unknown-app-option", ["--bogus"], ["No such option: --bogus", "--help'"]),
+    ("unknown-command", ["frobnicate"], ["No such command 'frobnicate'", "--help'"]),
+    ("missing-argument", ["reproduce"], ["Missing argument 'name'",
+                                         " reproduce --help'"]),
+    ("option-without-value", ["run", "{d}/exp.toml", "--out"],
+     ["'--out' requires an argument", " run --help'"]),
+    ("unknown-option-mb", ["certify", "{d}", f"--{MB}"],
+     ["No such option", " characters);", " certify --help'"]),
     # ---- long values: echoed cut, with their size
     ("set-mb-string", run_set(f'train.lr="{MB}"'), ["train.lr", "(1000000 characters)"]),
     ("set-huge-list", run_set(f"train.lr=[{', '.join(['1'] * 100_000)}]"),

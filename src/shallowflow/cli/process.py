@@ -116,20 +116,46 @@ def _stop_retries() -> None:
 _UNREADABLE = re.compile(r"('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\") is not readable\.$")
 
 
+UsageError: type[Exception] = next(c for c in typer.BadParameter.__mro__
+                                   if c.__name__ == "UsageError")
+"""What typer's argument parser raises for a refused command line (the base of
+``typer.BadParameter``; click's own class, or the copy of click that typer carries)."""
+
+
 class Commands(TyperGroup):
-    """The app's commands. A value the argument parser refuses (a number that is not one, a
-    file it may not read) is one ``error:`` line naming the option and the value, exit code 2,
-    like every other refused value, not the parser's usage box; a missing or unknown option
-    keeps the usage box, which shows how to call the command. An unreadable file is said as
-    the commands say it (:func:`shallowflow.errors.file_problem`)."""
+    """The app's commands. What the argument parser refuses is one ``error:`` line, exit code
+    2, like every other refused input, not the parser's usage box: a value (a number that is
+    not one, a file it may not read) names the option and the value; a missing argument, an
+    unknown option or command says so and points at the command's ``--help``. An unreadable
+    file is said as the commands say it (:func:`shallowflow.errors.file_problem`)."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None,
+                     **extra: Any) -> Any:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except UsageError as err:  # an option of the app itself
+            fail(ValueError(_usage_line(err, err.ctx)))  # type: ignore[attr-defined]
 
     def invoke(self, ctx: typer.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except typer.BadParameter as err:
-            if type(err) is not typer.BadParameter:  # a missing parameter: the usage box
-                raise
-            fail(ValueError(_bad_value(err)))
+        except UsageError as err:
+            fail(ValueError(_usage_line(err, ctx)))
+
+
+def _usage_line(err: Any, ctx: typer.Context | None) -> str:
+    """What the parser refused, as one line (``ctx``: the app's, for the command's name where
+    the error has none)."""
+    if type(err) is typer.BadParameter:
+        return _bad_value(err)
+    if ctx is None:
+        where = "shallowflow"
+    elif err.ctx is not None and err.ctx is not ctx:
+        where = err.ctx.command_path
+    else:
+        where = " ".join(filter(None, (ctx.command_path, ctx.invoked_subcommand)))
+    message = " ".join(err.format_message().split()).rstrip(".")
+    return f"{shown(message, bare=True, limit=200)}; see '{where} --help'"
 
 
 def _bad_value(err: typer.BadParameter) -> str:
