@@ -213,3 +213,28 @@ def test_mp4_has_one_frame_per_snapshot(tmp_path):
     log = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-i", str(out), "-map", "0:v:0",
                           "-f", "null", "-"], capture_output=True, text=True, check=True).stderr
     assert int(re.findall(r"frame=\s*(\d+)", log)[-1]) == 7
+
+
+def test_gif_frames_keep_the_picture(tmp_path):
+    """Each GIF frame, decoded, is the rendered frame up to its 256-colour palette: few pixels
+    move by more than a faint shade, and none of the picture's few solid colours is lost."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from shallowflow.plots.polar import RunPanels
+
+    ds = synthetic(T=3, p=60)
+    out = animate(ds, tmp_path / "run.gif", dpi=40)
+    panels = RunPanels(ds, dpi=40)
+    FigureCanvasAgg(panels.fig)
+    with Image.open(out) as im:
+        for k in range(3):
+            panels.show(k)
+            panels.fig.canvas.draw()
+            rendered = np.asarray(panels.fig.canvas.buffer_rgba())[..., :3].astype(int)
+            im.seek(k)
+            decoded = np.asarray(im.convert("RGB")).astype(int)
+            assert decoded.shape == rendered.shape
+            error = np.abs(decoded - rendered).max(axis=-1)
+            assert np.mean(error > 24) < 0.01, np.mean(error > 24)
+            assert np.mean(error) < 4, np.mean(error)
+    plt.close(panels.fig)

@@ -17,7 +17,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.markup import escape
@@ -31,9 +31,11 @@ from shallowflow.cli.process import (
     without_dask_arrays,
 )
 from shallowflow.cli.process import run as run_process
-from shallowflow.errors import EXIT_INTERRUPTED
+from shallowflow.errors import EXIT_INTERRUPTED, human
 from shallowflow.runtime.progress import console, out
-from shallowflow.training.preflight import REFERENCE_FLOPS, Estimate, estimate, human
+
+if TYPE_CHECKING:
+    from shallowflow.config import Experiment
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   cls=Commands,
@@ -72,9 +74,14 @@ WorkersOption = Annotated[Optional[int], typer.Option(  # noqa: UP045
     help="dask without --address: worker processes of a local cluster (default: one per core)")]
 
 
-def _announce(est: Estimate) -> None:
-    """A note on stderr with the estimated arithmetic when the job is long (above
-    :data:`LONG_S` at the reference rate): a rough guide, not a promise."""
+def _announce(jobs: list[tuple[Experiment, int]], **options: Any) -> None:
+    """A note on stderr with the estimated arithmetic of ``jobs`` (experiment, runs) when it is
+    long (above :data:`LONG_S` at the reference rate): a rough guide, not a promise
+    (:func:`shallowflow.training.preflight.estimate` with ``options``, which also refuses what
+    cannot fit). Imported here: the engine (JAX) loads only for commands that train."""
+    from shallowflow.training.preflight import REFERENCE_FLOPS, estimate
+
+    est = estimate(jobs, **options)
     if est.seconds > LONG_S:
         console.print(f"[cyan]note:[/] estimated work {est.flops:.3g} flop, memory "
                       f"{human(est.memory)}, results {human(est.disk)}: roughly "
@@ -121,7 +128,7 @@ def run(
         from shallowflow.runner import run_experiment
 
         exp = load_experiment(config, set_ or [])
-        _announce(estimate([(exp, exp.runs)]))
+        _announce([(exp, exp.runs)])
         ds = run_experiment(exp, out_dir, overwrite=overwrite, show_progress=not quiet,
                             force=force, resume=resume)
     attrs = RunAttrs.of(ds)
@@ -215,8 +222,8 @@ def sweep(
         from shallowflow.sweep import load_sweep, run_sweep
 
         sw = load_sweep(spec, set_ or [])
-        _announce(estimate([(p.experiment, p.experiment.runs) for p in sw.points],
-                           sw.max_batch, hold=False))
+        _announce([(p.experiment, p.experiment.runs) for p in sw.points],
+                  max_batch=sw.max_batch, hold=False)
         runner = make_executor(executor, address, workers)  # refused before any work if unknown
         runner.check()
         stack.callback(runner.close)
