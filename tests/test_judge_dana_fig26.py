@@ -160,6 +160,7 @@ def test_fig6_slope_rule_needs_the_paper_setting():
 def test_fig6_slope_variants_listed():
     claims = {c.id: c for c in fig6.judge(fig6_ds(uniform=True), PAPER6)}
     variants = claims["slope_mu_t_inf"].variants
+    assert abs(float(variants.pop("median over runs (least squares)"))) < 1e-9  # all at 2.0
     assert set(variants) == {"code: mean of the last 100 epochs",
                              "exact mu = p||grad L||^2/L at t_inf (probe)",
                              "gaussian first layer, conditioned on I", "uniform first layer",

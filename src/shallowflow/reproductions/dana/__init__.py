@@ -3,7 +3,9 @@
 Figures 2-6 of ``papers/000``: ``dana-fig2`` (phase transition), ``dana-fig3`` (convergence
 probability against n), ``dana-fig4``/``dana-fig5`` (threshold against d and p), ``dana-fig6``
 (PL measures on orthogonal data). Shared pieces: ``convergence_grids`` (the convergence protocol
-and its grids) and ``threshold`` (the threshold scan of Figures 4 and 5).
+and its grids) and ``threshold`` (the threshold scan of Figures 4 and 5); ``group_measures`` holds
+the measurements on dana-fig2's group runs, ``dpb_sources`` where each claim's reference comes
+from (audited in docs/claims/dana.md).
 """
 
 REPRODUCTIONS: dict[str, str] = {

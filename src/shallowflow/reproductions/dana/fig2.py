@@ -33,13 +33,20 @@ import xarray as xr
 from pydantic import Field
 from scipy.optimize import brentq
 
-from shallowflow.analysis.curves import first_crossing
 from shallowflow.config import Experiment, experiment_from_mapping
 from shallowflow.model import initialisation as inits
 from shallowflow.model.run_attrs import RunAttrs
 from shallowflow.precision import float64
 from shallowflow.reproductions.base import Figure, Params, Reproduction, Section
 from shallowflow.reproductions.claims import Claim
+from shallowflow.reproductions.dana import dpb_sources as sources
+from shallowflow.reproductions.dana.group_measures import (
+    gd_run,
+    gd_windows,
+    other_eps_variants,
+    other_window_variants,
+    sup_outside,
+)
 from shallowflow.reproductions.fields import LearningRate
 from shallowflow.theory import group_dynamics as group
 from shallowflow.training.entry import Trainer
@@ -75,6 +82,8 @@ RICHARDSON_GAIN = 0.25  # the Richardson combination must be at least 4x closer
 LIMIT_TOL = 0.01  # sup |L_n - L_inf| at the paper's n
 DERIVED_TOL = 0.05  # relative deviation of the GD windows from the derived formula
 PRINTED_MISS = 0.5  # relative miss of the printed formula that makes the verdict 'partly'
+OTHER_WINDOWS = (0.1, 0.3)  # other half-widths around the jumps (limit_step_function variants)
+OTHER_EPS = (0.1, 0.4)  # other transition levels eps (transition_window variants)
 
 
 # ------------------------------------------------------------------------------------ simulate
@@ -146,26 +155,6 @@ def gd_curves(ds: xr.Dataset, p: int) -> tuple[xr.Dataset, group.GroupProblem]:
          "span": ((), RunAttrs.of(ds).span)},
         coords={"record": np.arange(t.size), "neuron": np.arange(p)})
     return curves, prob
-
-
-def sup_outside(s: np.ndarray, L: np.ndarray, Linf: np.ndarray, jumps: np.ndarray,
-                delta: float) -> float:
-    """max |L_n - L_inf| over rescaled times farther than ``delta`` from every jump."""
-    keep = np.all(np.abs(s[:, None] - jumps[None, :]) > delta, axis=1)
-    return float(np.max(np.abs(L - Linf)[keep]))
-
-
-def gd_windows(b: xr.Dataset, D: np.ndarray, eps: float) -> np.ndarray:
-    """(t^j(eps) - t^j(1 - eps))/t_n of each group loss: first records at or below the levels
-    eps/2 ||D_j||^2 and (1-eps)/2 ||D_j||^2, linearly interpolated (docs/math.md §8.2)."""
-    t, t_n = b.time.values, float(b.t_n)
-    out = []
-    for j, Dj in enumerate(D):
-        levels = 0.5 * np.array([eps, 1 - eps]) * Dj**2
-        cross = first_crossing(b.group_loss.values[:, j], t, levels, inclusive=True,
-                               below_at_start="nan")
-        out.append((cross[0] - cross[1]) / t_n)
-    return np.array(out)
 
 
 def gd_measures(n: int, a: xr.Dataset, b: xr.Dataset, prob: group.GroupProblem,
@@ -252,12 +241,6 @@ def simulate(P: Fig2Params, train: Trainer) -> xr.Dataset:
 
 
 # --------------------------------------------------------------------------------------- judge
-def gd_run(ds: xr.Dataset, n: int, lr: float) -> xr.Dataset:
-    """The records of the GD run (n, lr), without the NaN padding."""
-    run = ds.sel(n=n, lr=lr)
-    return run.isel(record=np.flatnonzero(np.isfinite(run.time.values)))
-
-
 def closed_form_claim(ds: xr.Dataset, P: Fig2Params) -> Claim:
     """GD approaches the closed form at first order in lr (error ratio in FIRST_ORDER, the
     Richardson combination RICHARDSON_GAIN closer)."""
@@ -283,7 +266,8 @@ def closed_form_claim(ds: xr.Dataset, P: Fig2Params) -> Claim:
         f"at least {1 / RICHARDSON_GAIN:g}x closer than L(lr/2).",
         {**{f"n={n}, lr={lr2:g}": round(err2[n], 5) for n in ns},
          **{f"n={n}, ratio lr/(lr/2)": round(ratios[n], 3) for n in ns},
-         **{f"n={n}, Richardson": float(f"{err_rich[n]:.3g}") for n in ns}})
+         **{f"n={n}, Richardson": float(f"{err_rich[n]:.3g}") for n in ns}},
+        source=sources.CLOSED_FORM)
 
 
 def limit_claim(ds: xr.Dataset, P: Fig2Params) -> Claim:
@@ -307,7 +291,9 @@ def limit_claim(ds: xr.Dataset, P: Fig2Params) -> Claim:
         f"crossing of group j sits at (1/||D_j||)(1 + O(1/log n)): at n = {first}: "
         f"{ds.half_time_gd.sel(n=first).values.round(4).tolist()}; at n = e^42: "
         f"{ds.half_time_paper.values.round(4).tolist()} (limits 1 and 0.5).",
-        {f"GD n={n}": round(float(v), 4) for n, v in zip(ns, dg, strict=True)})
+        {**{f"GD n={n}": round(float(v), 4) for n, v in zip(ns, dg, strict=True)},
+         **other_window_variants(ds, 1.0 / norms(P), LIMIT_TOL, OTHER_WINDOWS)},
+        source=sources.LIMIT)
 
 
 def window_verdict(rel_derived: float, rel_printed: float, shrinks: bool) -> str:
@@ -350,7 +336,9 @@ def window_claim(ds: xr.Dataset, P: Fig2Params) -> Claim:
         {**{f"derived, n=e^42, j={j + 1}": round(float(der_big[j]), 5) for j in groups},
          **{f"GD n={n}": np.round(w, 4).tolist() for n, w in zip(ns, win, strict=True)},
          **{f"derived n={n}": np.round(d, 4).tolist() for n, d in zip(ns, der, strict=True)},
-         **{f"printed n={n}": np.round(q, 4).tolist() for n, q in zip(ns, pr, strict=True)}})
+         **{f"printed n={n}": np.round(q, 4).tolist() for n, q in zip(ns, pr, strict=True)},
+         **other_eps_variants(ds, norms(P), OTHER_EPS)},
+        source=sources.WINDOW)
 
 
 def judge(ds: xr.Dataset, P: Fig2Params) -> list[Claim]:

@@ -25,9 +25,15 @@ import numpy as np
 import xarray as xr
 from pydantic import Field
 
-from shallowflow.analysis.fits import LawFit, ThresholdFit, logistic_threshold, scaling_fits
+from shallowflow.analysis.fits import (
+    LawFit,
+    ThresholdFit,
+    grid_sigmoid_threshold,
+    logistic_threshold,
+    scaling_fits,
+)
 from shallowflow.reproductions.base import Figure, Section
-from shallowflow.reproductions.claims import Claim
+from shallowflow.reproductions.claims import Claim, Source
 from shallowflow.reproductions.dana.convergence_grids import (
     GridRequest,
     grid_part,
@@ -181,18 +187,38 @@ def code_rule_variants(scan: Scan) -> dict[str, Any]:
     return variants
 
 
-def scan_claim(scan: Scan, paper_law: str, rule: VerdictRule) -> Claim:
+def fixed_slope_variants(scan: Scan) -> dict[str, Any]:
+    """The thresholds of the DPB code's fixed-slope least-squares sigmoid fit
+    (:func:`~shallowflow.analysis.fits.grid_sigmoid_threshold`, docs/math.md §1.4(13)) on the
+    same grids (the paper's rule) and, when 3 are positive, their power exponent and best law
+    by AIC: the threshold's measurement choice."""
+    x = np.array(scan.values, float)
+    N = np.array([grid_sigmoid_threshold(g.n.values, summarise(g).probability.values)
+                  for g in scan.grids])
+    variants: dict[str, Any] = {
+        f"N code's fixed-slope fit at {scan.axis} = {int(a)}": round(float(v), 1)
+        for a, v in zip(x, N, strict=True)}
+    laws = scaling_fits(x, N) if len(N) >= MIN_THRESHOLDS and np.ptp(N) > 0 else {}
+    if "power" in laws:
+        variants["fixed-slope fit: power exponent"] = round(float(laws["power"].coef[1]), 3)
+        variants["fixed-slope fit: best law by AIC"] = min(laws, key=lambda k: laws[k].aic)
+    return variants
+
+
+def scan_claim(scan: Scan, paper_law: str, rule: VerdictRule, source: Source) -> Claim:
     """The paper's law (``paper_law``, e.g. "linearly") of the thresholds along the scan's axis,
-    decided by ``rule`` unless there are too few thresholds or they are too uncertain."""
+    decided by ``rule`` unless there are too few thresholds or they are too uncertain; ``source``
+    quotes the paper's words."""
     claim_id = f"threshold_{paper_law.replace('-', '_')}_in_{scan.axis}"
     statement = f"The convergence threshold N grows {paper_law} in {scan.axis}"
     if len(scan.ok) < MIN_THRESHOLDS:
-        return Claim(claim_id, statement, paper_law, "too few thresholds", "inconclusive")
+        return Claim(claim_id, statement, paper_law, "too few thresholds", "inconclusive",
+                     source=source)
     laws = scan.laws
     formulas = {law: f.formula for law, f in laws.items()}
     if "power" not in laws:
         return Claim(claim_id, statement, paper_law, formulas, "inconclusive", None,
-                     "Fewer than 3 positive thresholds: no power law.")
+                     "Fewer than 3 positive thresholds: no power law.", source=source)
     verdict, note = rule(laws, scan.x, scan.N)
     too_uncertain, median = uncertainty(scan)
     if too_uncertain:
@@ -202,7 +228,7 @@ def scan_claim(scan: Scan, paper_law: str, rule: VerdictRule) -> Claim:
     return Claim(claim_id, statement, paper_law, formulas, verdict, None, note,
                  {f"R2 {law}": round(f.r2, 4) for law, f in laws.items()}
                  | {f"AIC {law}": round(f.aic, 2) for law, f in laws.items()}
-                 | code_rule_variants(scan))
+                 | code_rule_variants(scan) | fixed_slope_variants(scan), source=source)
 
 
 # --------------------------------------------------------------------------- draw and method
@@ -252,11 +278,12 @@ def threshold_tables(scan: Scan) -> str:
 class ThresholdScan:
     """The pieces of a threshold reproduction along ``axis`` ("d" or "p"): its parameters hold
     ``{axis}_values``, the fixed value of the other one and the :data:`Runs` ... :data:`Seed`
-    fields; ``paper_law`` names the claim, ``rule`` decides it."""
+    fields; ``paper_law`` names the claim, ``rule`` decides it, ``source`` quotes the paper."""
 
     axis: str
     paper_law: str
     rule: VerdictRule
+    source: Source
 
     @property
     def other(self) -> str:
@@ -273,7 +300,7 @@ class ThresholdScan:
         return stack_grids(grids, values).assign_attrs(axis=self.axis)
 
     def judge(self, ds: xr.Dataset, P: Any) -> list[Claim]:
-        return [scan_claim(read_scan(ds, self.axis), self.paper_law, self.rule)]
+        return [scan_claim(read_scan(ds, self.axis), self.paper_law, self.rule, self.source)]
 
     def draw(self, ds: xr.Dataset, P: Any) -> list[Figure]:
         fixed = getattr(P, self.other)

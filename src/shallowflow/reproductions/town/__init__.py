@@ -3,7 +3,8 @@
 Figures 1 and 3-6 of ``papers/003`` and a convergence study of the limit process (Algorithm 1,
 ``town-convergence``). Shared pieces: ``scale_runs`` (the paper's protocol, runs at several
 initial scales and their limit processes; town-fig1, town-fig3, town-fig4, town-convergence) and
-``interpolation`` (the interpolator's squared norm; town-fig5, town-fig6).
+``interpolation`` (the interpolator's squared norm; town-fig5, town-fig6); ``tblel_sources`` says
+where each claim's reference comes from (audited in docs/claims/town.md).
 """
 
 REPRODUCTIONS: dict[str, str] = {

@@ -13,7 +13,8 @@ the loss has a floor) or at (1.08 τ_K log(1/lambda) + 200) flow time.
 Saved Dataset (``results.nc``): the runs' records (dims ``run, time``: ``loss``, ``log_norm``,
 ``fitted``), the data and the limit process's inputs (:func:`~shallowflow.reproductions.town.
 scale_runs.limit_of`), and the measurements per run: jump times (``run, jump``), growth times
-(``run, neuron``), plateau losses and fitted points (``run, saddle``), neurons per drop.
+(``run, neuron``), plateau losses and fitted points (``run, saddle``), the fitted points under
+the other rules h(x_i) >= f y_i (``run, fit_fraction, saddle``), neurons per drop.
 """
 
 from __future__ import annotations
@@ -25,11 +26,18 @@ import numpy as np
 import xarray as xr
 from pydantic import Field
 
-from shallowflow.analysis.curves import GROWN_NORM, crossing_times, fitted_counts, growth_times
+from shallowflow.analysis.curves import (
+    GROWN_NORM,
+    crossing_times,
+    first_crossing,
+    fitted_counts,
+    growth_times,
+)
 from shallowflow.model.run_attrs import RunAttrs, log_lambda_of
 from shallowflow.plots.labels import lambda_label
 from shallowflow.reproductions.base import Figure, Reproduction, Section
 from shallowflow.reproductions.claims import Claim
+from shallowflow.reproductions.town import tblel_sources as sources
 from shallowflow.reproductions.town.scale_runs import (
     ScalesParams,
     limit_fitted_counts,
@@ -60,6 +68,9 @@ TIME_RTOL = 0.02  # jump times: max relative error at the smallest lambda
 LOSS_RTOL = 0.01  # plateau losses: max relative deviation at the smallest lambda
 CONVENTIONS = ("mse", "square")  # loss conventions of the implied-lambda estimate
 QUANTILES = (0.05, 0.5, 0.95)
+OTHER_FIT_FRACTIONS = (0.25, 0.75)  # fitted-point rule h(x_i) >= f y_i besides App. A.1's 50 %
+OTHER_GROWN = (0.1, 0.9)  # a neuron grown at this fraction of its final norm, besides 1/2
+OTHER_PLATEAU_AT = (0.25, 0.75)  # plateaus read at this fraction of each interval, besides 1/2
 SUMMARY = ("Loss curves of tiny-initialisation gradient descent on orthonormal data at several "
            "initial scales against the saddle-to-saddle limit process (Figure 1 of Town et al.).")
 
@@ -83,10 +94,16 @@ def implied_scales(n: int, m: int, draws: int, lr: float, seed: int) -> dict[str
     return {k: flow / np.asarray(v) for k, v in tau.items()}
 
 
-def plateau_times(p: SaddleProcess) -> np.ndarray:
-    """(K+1,): where the plateaus are read: midway between consecutive limit jump times, and
-    1.1 τ_K for the last one."""
-    return np.concatenate([0.5 * (p.jump_starts[:-1] + p.jump_starts[1:]), [1.1 * p.tau[-1]]])
+def plateau_times(p: SaddleProcess, at: float = 0.5) -> np.ndarray:
+    """(K+1,): where the plateaus are read: at the fraction ``at`` of the way between
+    consecutive limit jump times (midway by default), and 1.1 τ_K for the last one."""
+    starts = p.jump_starts
+    return np.concatenate([starts[:-1] + at * np.diff(starts), [1.1 * p.tau[-1]]])
+
+
+def record_index(t_acc: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """(R, len(at)): the first record of each run at or after the accelerated times ``at``."""
+    return np.minimum([np.searchsorted(t, at) for t in t_acc], t_acc.shape[1] - 1)
 
 
 def drop_counts(cross: np.ndarray, grow: np.ndarray) -> np.ndarray:
@@ -114,8 +131,9 @@ def simulate(P: Fig1Params, train: Trainer) -> xr.Dataset:
     cross = crossing_times(loss, t_acc, p.losses)  # (R, K)
     grow = growth_times(ds.log_norm.values, t_acc)  # (R, m)
     fitted = fitted_counts(ds.output.values, runs.y)  # (R, T)
-    at = plateau_times(p)
-    idx = np.minimum([np.searchsorted(t, at) for t in t_acc], t_acc.shape[1] - 1)
+    idx = record_index(t_acc, plateau_times(p))
+    other_fitted = [np.take_along_axis(fitted_counts(ds.output.values, runs.y, f), idx, axis=1)
+                    for f in OTHER_FIT_FRACTIONS]
     implied = implied_scales(p.n, p.m, P.epoch_draws, P.lr, P.seed + 1)
     out = ds[["loss", "log_norm", "a_init", "W_init", "X", "y"]].assign(
         fitted=(("run", "time"), fitted),
@@ -123,13 +141,14 @@ def simulate(P: Fig1Params, train: Trainer) -> xr.Dataset:
         growth_time=(("run", "neuron"), grow),
         plateau_loss=(("run", "saddle"), np.take_along_axis(loss, idx, axis=1)),
         plateau_fitted=(("run", "saddle"), np.take_along_axis(fitted, idx, axis=1)),
+        plateau_fitted_other=(("run", "fit_fraction", "saddle"), np.stack(other_fitted, axis=1)),
         neurons_per_drop=(("run", "jump"), drop_counts(cross, grow)),
         final_loss=("run", loss[:, -1]),
         implied_log_inv_lambda=(("convention", "quantile"),
                                 [np.quantile(implied[k], QUANTILES) for k in CONVENTIONS]),
         **process_vars(p))
     out = out.assign_coords(log10_lambda=("run", log10s), convention=list(CONVENTIONS),
-                            quantile=list(QUANTILES))
+                            quantile=list(QUANTILES), fit_fraction=list(OTHER_FIT_FRACTIONS))
     out.attrs.update(lr=P.lr, loss="mse (1/n) sum r^2", train_wall_s=train_s,
                      simulate_wall_s=time.perf_counter() - start)
     return out
@@ -178,8 +197,25 @@ def sequence_claim(ds: xr.Dataset, p: SaddleProcess) -> Claim:
         "loss drop (first crossing of the midpoint between consecutive limit plateaus) owns the "
         "neurons growing between the midpoints of neighbouring drops. Rule: one neuron per drop "
         "and the growth order equals Algorithm 1's jump sequence.",
-        {f"lambda {labels[r]}": {"per drop": counts[r], "sequence": order(r)}
-         for r in range(len(labels))})
+        {**{f"lambda {labels[r]}": {"per drop": counts[r], "sequence": order(r)}
+            for r in range(len(labels))}, **grown_variants(ds)},
+        source=sources.ONE_NEURON_PER_JUMP)
+
+
+def grown_variants(ds: xr.Dataset) -> dict[str, dict[str, list[int]]]:
+    """Neurons per drop and growth order at the smallest lambda with a neuron counted as grown
+    at the other fractions OTHER_GROWN of its final norm; {} without the log-norm records."""
+    if "log_norm" not in ds:
+        return {}
+    t, logn = ds.time_accelerated.values[-1], ds.log_norm.values[-1]
+    cross = ds.jump_time_measured.values[-1:]
+    out = {}
+    for f in OTHER_GROWN:
+        grow = growth_times(logn, t, f)
+        out[f"grown at {f:g} of the final norm"] = {
+            "per drop": drop_counts(cross, grow[None])[0].tolist(),
+            "sequence": [int(j) for j in np.argsort(grow) if np.isfinite(grow[j])]}
+    return out
 
 
 def jump_time_claim(ds: xr.Dataset, p: SaddleProcess, P: Fig1Params) -> Claim:
@@ -204,7 +240,21 @@ def jump_time_claim(ds: xr.Dataset, p: SaddleProcess, P: Fig1Params) -> Claim:
         f"{TIME_RTOL} at the smallest lambda and smaller than at the largest. c_L = 2/n = "
         f"{p.c_L:.4g} (MSE). The remaining error is O(1/log(1/lambda)) from the flow plus the "
         f"Euler bias of GD (about lr/2 in accelerated time, independent of lambda).",
-        per_lambda(labels, "relative errors", rel_err))
+        {**per_lambda(labels, "relative errors", rel_err), **geometric_variant(ds, p)},
+        source=sources.JUMP_TIMES)
+
+
+def geometric_variant(ds: xr.Dataset, p: SaddleProcess) -> dict[str, float]:
+    """The worst relative jump-time error at the smallest lambda with the drops read at the
+    geometric midpoints sqrt(L_(k-1) L_k) of consecutive plateaus (a loss drop spans decades);
+    {} without the loss records."""
+    if "loss" not in ds:
+        return {}
+    levels = np.sqrt(p.losses[:-1] * p.losses[1:])
+    cross = first_crossing(ds.loss.values[-1], ds.time_accelerated.values[-1], levels)
+    rel = np.abs(cross - p.tau) / p.tau
+    worst = float(np.nanmax(rel)) if np.any(np.isfinite(rel)) else math.inf
+    return {"max relative error, drops at the geometric midpoints": round(worst, 5)}
 
 
 def plateau_claim(ds: xr.Dataset, p: SaddleProcess) -> Claim:
@@ -230,7 +280,22 @@ def plateau_claim(ds: xr.Dataset, p: SaddleProcess) -> Claim:
         f"reproduced. Plateaus over the tolerance: {[int(k) for k in over]} (saddle index k). A "
         f"short plateau (τ_(k+1) - τ_k small) is the slowest: at its midpoint the next neuron "
         f"already has norm lambda^(-e_j) with e_j close to 0 and fits part of its points.",
-        per_lambda(labels, "relative deviations", loss_dev))
+        {**per_lambda(labels, "relative deviations", loss_dev), **plateau_variants(ds, p)},
+        source=sources.PLATEAUS)
+
+
+def plateau_variants(ds: xr.Dataset, p: SaddleProcess) -> dict[str, list[float]]:
+    """The relative plateau deviations at the smallest lambda read at the other fractions
+    OTHER_PLATEAU_AT of each interval; {} without the loss records."""
+    if "loss" not in ds:
+        return {}
+    t, loss = ds.time_accelerated.values[-1:], ds.loss.values[-1:]
+    out = {}
+    for at in OTHER_PLATEAU_AT:
+        read = np.take_along_axis(loss, record_index(t, plateau_times(p, at)), axis=1)[0]
+        out[f"read at {at:g} of each interval"] = [
+            round(float(v), 5) for v in np.abs(read - p.losses) / p.losses]
+    return out
 
 
 def fitted_claim(ds: xr.Dataset, p: SaddleProcess) -> Claim:
@@ -243,7 +308,19 @@ def fitted_claim(ds: xr.Dataset, p: SaddleProcess) -> Claim:
         lim_counts.tolist(), fit_meas[small].tolist(),
         "reproduced" if np.array_equal(fit_meas[small], lim_counts) else "not reproduced", None,
         f"Counted at the same times as the plateau losses, lambda = {labels[small]}.",
-        {f"lambda {lab}": row.tolist() for lab, row in zip(labels, fit_meas, strict=True)})
+        {**{f"lambda {lab}": row.tolist() for lab, row in zip(labels, fit_meas, strict=True)},
+         **fraction_variants(ds, labels[small])},
+        source=sources.FITTED)
+
+
+def fraction_variants(ds: xr.Dataset, label: str) -> dict[str, list[int]]:
+    """The fitted-point counts at the smallest lambda with the other rules h(x_i) >= f y_i
+    (App. A.1 calls its 50 % 'somewhat arbitrary but also immaterial'); {} if not saved."""
+    if "plateau_fitted_other" not in ds:
+        return {}
+    return {f"fitted at h(x_i) >= {float(f):g} y_i, lambda {label}": row.tolist()
+            for f, row in zip(ds.fit_fraction.values, ds.plateau_fitted_other.values[-1],
+                              strict=True)}
 
 
 def judge(ds: xr.Dataset, P: Fig1Params) -> list[Claim]:

@@ -24,6 +24,7 @@ from shallowflow.model.run_attrs import RunAttrs, log_lambda_of
 from shallowflow.plots.labels import lambda_label
 from shallowflow.reproductions.base import Figure, Reproduction, Section
 from shallowflow.reproductions.claims import Claim
+from shallowflow.reproductions.town import tblel_sources as sources
 from shallowflow.reproductions.town.scale_runs import (
     ScalesParams,
     limit_of,
@@ -52,6 +53,7 @@ PRESETS = {
 SLOPE_RTOL = 0.02  # measured vs predicted slopes (β > 0), smallest lambda
 R2_MIN = 0.999  # straight-line fits on the interior of each saddle interval
 FLAT_ATOL = 0.02  # |measured slope| / max β where Algorithm 1 predicts slope 0
+OTHER_INTERIORS = (0.3, 0.9)  # other central fractions of the saddle intervals (variants)
 SUMMARY = ("Log-norms of the six neurons of Figure 1's training against time: piecewise "
            "linear with decreasing slopes, compared with the limit process's exponents "
            "(Figure 3 of Town et al.).")
@@ -123,7 +125,28 @@ def linear_claim(ds: xr.Dataset, p: SaddleProcess, P: Fig3Params) -> Claim:
         f"previous one by more than {SLOPE_RTOL} max β, and every R2 >= {R2_MIN} (reproduced) or "
         f"the fits below it all straighter than at the next larger lambda (partly). Fits below "
         f"{R2_MIN} ([interval, neuron]): {np.argwhere(bad_r2).tolist()}.",
-        {f"lambda {labels[i]}: min R2": round(float(np.nanmin(fit_r2[i])), 6) for i in range(R)})
+        {**{f"lambda {labels[i]}: min R2": round(float(np.nanmin(fit_r2[i])), 6)
+            for i in range(R)}, **interior_variants(ds, p, "min R2")},
+        source=sources.PIECEWISE_LINEAR)
+
+
+def interior_variants(ds: xr.Dataset, p: SaddleProcess, what: str) -> dict[str, float | None]:
+    """At the smallest lambda, the straight-line fits on the other central fractions
+    OTHER_INTERIORS of the saddle intervals (a measurement choice): ``what`` is "min R2" (the
+    smallest R²) or "max relative error" (of the slopes against β), over the neuron-intervals
+    with β > 0; {} without the log-norm records."""
+    if "log_norm" not in ds:
+        return {}
+    L, beta = -float(log_lambda_of(ds).values[-1]), p.slopes
+    out: dict[str, float | None] = {}
+    for frac in OTHER_INTERIORS:
+        slopes, r2 = linear_slopes(p, ds.time_accelerated.values[-1], ds.log_norm.values[-1] / L,
+                                   frac)
+        pos = np.isfinite(slopes) & (beta > 0)
+        value = (np.min(r2[pos]) if what == "min R2"
+                 else np.max(np.abs(slopes[pos] - beta[pos]) / beta[pos])) if pos.any() else None
+        out[f"interior {frac:g}: {what}"] = None if value is None else round(float(value), 6)
+    return out
 
 
 def slope_claim(ds: xr.Dataset, p: SaddleProcess) -> Claim:
@@ -158,7 +181,9 @@ def slope_claim(ds: xr.Dataset, p: SaddleProcess) -> Claim:
         f"step changes a slope by a relative lr β_flow / 2 ~ 1e-3.",
         {**{f"lambda {labels[i]}: max relative error": round(float(np.nanmax(rel[i])), 5)
             for i in range(R)},
-         "[interval k, neuron j, predicted, measured] at the smallest lambda": table})
+         "[interval k, neuron j, predicted, measured] at the smallest lambda": table,
+         **interior_variants(ds, p, "max relative error")},
+        source=sources.SLOPES)
 
 
 def judge(ds: xr.Dataset, P: Fig3Params) -> list[Claim]:

@@ -28,6 +28,7 @@ from shallowflow.plots.labels import lambda_label
 from shallowflow.reproductions.base import Figure, Params, Reproduction, Section
 from shallowflow.reproductions.claims import Claim
 from shallowflow.reproductions.fields import Balance, LearningRate, Log10Lambda, RecordDt, Seed
+from shallowflow.reproductions.town import tblel_sources as sources
 from shallowflow.reproductions.town.scale_runs import (
     limit_of,
     limit_processes,
@@ -136,7 +137,8 @@ def direction_claim(ds: xr.Dataset, p: SaddleProcess, P: Fig4Params) -> Claim:
         f"lr = {P.lr:g}; cosine between w_j/||w_j|| and D_j^(0)/||D_j^(0)||. Rule: >= {COS_MIN} at "
         f"both times. The other unfitted neurons' cosines with their own D_j^(0):",
         {nm: [round(float(c), 4) for c in cos0.sel(snapshot=nm).values]
-         for nm in ("0.5 τ_1", "0.98 τ_1")})
+         for nm in ("0.5 τ_1", "0.98 τ_1")},
+        source=sources.JUMP_DIRECTION)
 
 
 def alone_claim(ds: xr.Dataset, p: SaddleProcess) -> Claim:
@@ -158,7 +160,8 @@ def alone_claim(ds: xr.Dataset, p: SaddleProcess) -> Claim:
         f"neuron a norm <= {SMALL_NORM}.",
         {"log||w_j|| at 0.98 τ_1": [round(float(v), 2)
                                     for v in ds.log_norm.sel(snapshot="0.98 τ_1").values],
-         "log||w_j|| at 1.02 τ_1": [round(float(v), 2) for v in after]})
+         "log||w_j|| at 1.02 τ_1": [round(float(v), 2) for v in after]},
+        source=sources.ALONE)
 
 
 def realignment_claim(ds: xr.Dataset, p: SaddleProcess) -> Claim | None:
@@ -191,7 +194,8 @@ def realignment_claim(ds: xr.Dataset, p: SaddleProcess) -> Claim | None:
         f"1/(β_j^(1) log(1/lambda)) in accelerated time (the fitted points' components stop "
         f"growing while the others grow), 0 in the limit; the simulated jump itself comes "
         f"O(1/log(1/lambda)) after τ_1.",
-        {"cos with old D^(0) at 1.02 τ_1": [round(c, 4) for c in c_old]})
+        {"cos with old D^(0) at 1.02 τ_1": [round(c, 4) for c in c_old]},
+        source=sources.REALIGNMENT)
 
 
 def judge(ds: xr.Dataset, P: Fig4Params) -> list[Claim]:

@@ -35,11 +35,13 @@ from shallowflow.plots.labels import lambda_label
 from shallowflow.reproductions.base import Figure, Params, Reproduction, Section
 from shallowflow.reproductions.claims import Claim, band_verdict
 from shallowflow.reproductions.fields import LearningRate, NegativeLog10, Runs, Seed, StopLoss
+from shallowflow.reproductions.town import tblel_sources as sources
 from shallowflow.reproductions.town.interpolation import (
     balanced_init,
     interpolation_experiment,
     limit_norms,
     limit_summary,
+    median_slope,
     padded,
     prop2_width,
     run_groups,
@@ -161,7 +163,8 @@ def norm_slope_claim(ds: xr.Dataset, P: Fig5Params) -> Claim:
         "minimum-norm slope": round(loglog_slope(ns, ds.min_norm_sq.values), 3),
         "Algorithm 1 limit slope": round(lim_slope, 3),
         "bootstrap interval (runs)": [round(v, 3) for v in parts["bootstrap"]],
-        "least-squares interval": [round(v, 3) for v in parts["least squares"]]}
+        "least-squares interval": [round(v, 3) for v in parts["least squares"]],
+        "slope of the median over runs (least squares)": median_slope(groups)}
     for li, lam in enumerate(lams[1:], start=1):
         s, iv, _ = slope_interval(run_groups(ns, kept[:, li]), P.seed)
         variants[f"GD slope at lambda = {lambda_label(lam)}"] = [round(s, 3)] + [round(v, 3)
@@ -176,7 +179,7 @@ def norm_slope_claim(ds: xr.Dataset, P: Fig5Params) -> Claim:
         f"interval meets the band {PAPER_SLOPE} +- {SLOPE_TOL} ('about 1/2'), not reproduced if "
         f"disjoint, inconclusive with fewer than {MIN_NS} values of n or an interval wider than "
         f"{SLOPE_MAX_WIDTH}.",
-        variants)
+        variants, source=sources.NORM_SLOPE)
 
 
 def ratio_verdict(ratio: np.ndarray, interval: tuple[float, float]) -> str:
@@ -217,7 +220,8 @@ def constant_factor_claim(ds: xr.Dataset, P: Fig5Params) -> Claim:
          "ratio slope over the upper half of n (not used by the rule)": [
              round(upper_slope, 3)] + [round(v, 3) for v in upper_iv],
          "Algorithm 1 ratio per n": {n: round(float(r), 3)
-                                     for n, r in zip(ns, lim_ratio, strict=True)}})
+                                     for n, r in zip(ns, lim_ratio, strict=True)}},
+        source=sources.CONSTANT_FACTOR)
 
 
 def interpolation_verdict(ok: np.ndarray) -> str:
@@ -247,7 +251,8 @@ def interpolation_claim(ds: xr.Dataset, P: Fig5Params) -> Claim:
                             for n, f in zip(ns, ok[:, 0].mean(axis=1), strict=True)},
          "width per n": {n: int(w) for n, w in zip(ns, ds.width.values, strict=True)},
          "max epochs used (interpolating runs)": int(np.max(np.where(ok, ds.epochs.values,
-                                                                     0)))})
+                                                                     0)))},
+        source=sources.INTERPOLATION)
 
 
 def share_verdict(closer: np.ndarray) -> str:
@@ -277,7 +282,8 @@ def limit_approach_claim(ds: xr.Dataset) -> Claim:
         f"O(1/log(1/lambda)).",
         {f"median gap at lambda = {lambda_label(lam)}": round(float(np.median(gaps[:, li][both])),
                                                               4) if both.any() else None
-         for li, lam in enumerate(lams)})
+         for li, lam in enumerate(lams)},
+        source=sources.LIMIT_APPROACH)
 
 
 def judge(ds: xr.Dataset, P: Fig5Params) -> list[Claim]:

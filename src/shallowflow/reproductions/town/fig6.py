@@ -36,13 +36,15 @@ from shallowflow.analysis.fits import nan_band, slope_interval
 from shallowflow.config import Experiment
 from shallowflow.plots.labels import lambda_label
 from shallowflow.reproductions.base import Figure, Params, Reproduction, Section
-from shallowflow.reproductions.claims import Claim
+from shallowflow.reproductions.claims import Claim, Source
 from shallowflow.reproductions.fields import Log10Lambda, Runs, Seed, StopLoss
+from shallowflow.reproductions.town import tblel_sources as sources
 from shallowflow.reproductions.town.interpolation import (
     balanced_init,
     interpolation_experiment,
     limit_norms,
     limit_summary,
+    median_slope,
     padded,
     rounded_per,
     run_groups,
@@ -183,9 +185,11 @@ def trend_verdict(used: int, interval: tuple[float, float], sign: int) -> str:
 
 
 def trend_claim(cid: str, statement: str, paper: str, widths: list[int], ratios: np.ndarray,
-                sign: int, seed: int, extra: str, variants: dict[str, Any]) -> Claim:
+                sign: int, seed: int, extra: str, variants: dict[str, Any],
+                source: Source) -> Claim:
     """Log-log slope of the ratio (width, run) against m over widths with interpolating runs,
-    judged by :func:`trend_verdict` on the run bootstrap interval."""
+    judged by :func:`trend_verdict` on the run bootstrap interval; ``source`` quotes the
+    paper."""
     groups = run_groups(widths, ratios)
     slope, hull, parts = slope_interval(groups, seed)
     iv = parts["bootstrap"]
@@ -205,7 +209,10 @@ def trend_claim(cid: str, statement: str, paper: str, widths: list[int], ratios:
                  f"otherwise or with fewer than {MIN_WIDTHS} widths. {extra}",
                  variants | {"monotone between consecutive widths": monotone,
                              "least-squares interval": [round(v, 4) for v in parts["least squares"]],
-                             "hull of both": [round(v, 4) for v in hull]})
+                             "hull of both": [round(v, 4) for v in hull],
+                             "slope of the median over runs (least squares)": median_slope(
+                                 groups)},
+                 source=source)
 
 
 def interpolate_verdict(ok: np.ndarray) -> str:
@@ -230,12 +237,14 @@ def runs_interpolate_claim(ds: xr.Dataset, P: Fig6Params) -> Claim:
         f"{int(small_fail.sum())} failure(s), {int(np.sum(small_fail & zero_rows))} of them with "
         f"a point that no correctly signed neuron activates at initialisation (probability "
         f"1 - (1 - (3/4)^m)^n: large at m = 8). He-uniform failures come from the step budget "
-        f"at lr 0.001. Rule: reproduced if every run interpolates, partly if at least half do.",
+        f"at lr 0.001. Rule: reproduced if every run interpolates, partly if at least half do. "
+        f"A check, not counted: a precondition of the width trends, not a claim of the paper.",
         {f"fraction per width ({scheme})": {m: round(float(f), 3)
                                             for m, f in zip(widths, frac[:, si], strict=True)}
          for si, scheme in enumerate(SCHEMES)}
         | {"He final loss of failed runs (max)": (
-            round(float(np.max(np.where(~ok[:, 1], ds.final_loss.values[:, 1], 0))), 6))})
+            round(float(np.max(np.where(~ok[:, 1], ds.final_loss.values[:, 1], 0))), 6))},
+        source=sources.RUNS_INTERPOLATE, role="check")
 
 
 def judge(ds: xr.Dataset, P: Fig6Params) -> list[Claim]:
@@ -254,7 +263,8 @@ def judge(ds: xr.Dataset, P: Fig6Params) -> list[Claim]:
             f"{last[-1]:.3f}." if last.size else "No width with interpolating runs.",
             {"mean ratio per width": rounded_per(widths, small_means),
              "Algorithm 1 ratio (random inits) per width": rounded_per(
-                 ds.theory_width.values, nan_band(ds.theory_ratio.values)[0])}),
+                 ds.theory_width.values, nan_band(ds.theory_ratio.values)[0])},
+            sources.SMALL_INIT),
         trend_claim(
             "he_init_keeps_increasing", "With He-uniform initialisation the squared norm of the "
             "trained network keeps increasing with the width", "ratio increases with m", widths,
@@ -264,7 +274,8 @@ def judge(ds: xr.Dataset, P: Fig6Params) -> list[Claim]:
             "lr 0.001 changes it little at large m (lazy regime).",
             {"mean ratio per width": rounded_per(widths, nan_band(kept[:, 1])[0]),
              "ratio at initialisation": {m: round(float(v) / mn, 3)
-                                         for m, v in zip(widths, he_init, strict=True)}}),
+                                         for m, v in zip(widths, he_init, strict=True)}},
+            sources.HE_INIT),
         runs_interpolate_claim(ds, P)]
 
 

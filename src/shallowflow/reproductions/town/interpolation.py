@@ -22,7 +22,8 @@ Helpers:
   where the limit interpolates;
 * :func:`padded`: ragged per-configuration arrays as one NaN-padded array (one Dataset for all
   widths);
-* :func:`run_groups`: the finite values per x that the slope fits use.
+* :func:`run_groups`: the finite values per x that the slope fits use; :func:`median_slope`:
+  the log-log slope of their medians.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from shallowflow.analysis.fits import loglog_slope
 from shallowflow.config import Experiment, experiment_from_mapping
 from shallowflow.theory.interpolator_norms import learned_norm_sq
 from shallowflow.theory.saddle_process import SaddleProcess, from_run
@@ -128,6 +130,13 @@ def padded(arrays: Sequence[np.ndarray]) -> np.ndarray:
 def run_groups(xs: Sequence[float], values: np.ndarray) -> dict[float, list[float]]:
     """{x: the finite values of row i} for the slope fits (values (len(xs), runs))."""
     return {float(x): values[i][np.isfinite(values[i])].tolist() for i, x in enumerate(xs)}
+
+
+def median_slope(groups: dict[float, list[float]]) -> float | None:
+    """Least-squares log-log slope of the median over runs at each x with runs (None with fewer
+    than two): the per-x statistic's other reasonable choice beside the mean."""
+    med = {x: float(np.median(v)) for x, v in groups.items() if v}
+    return round(loglog_slope(list(med), list(med.values())), 3) if len(med) > 1 else None
 
 
 def rounded_per(xs: Sequence[int], values: np.ndarray, digits: int = 3) -> dict[int, float | None]:
