@@ -64,6 +64,17 @@ def check_reproduction_folder(folder, ids=None):
     return {c["id"]: c for c in claims}, report
 
 
+def assert_sourced(claims) -> None:
+    """Every Claim names where its reference comes from: a kind of ``SOURCES`` with a non-empty
+    ``where``, and a role of ``ROLES`` (issue 34)."""
+    from shallowflow.reproductions.claims import ROLES, SOURCES
+
+    for c in claims:
+        assert c.source is not None, c.id
+        assert c.source.kind in SOURCES and c.source.where.strip(), c.id
+        assert c.role in ROLES, c.id
+
+
 class RecordingExecutor:
     """The in-process executor, recording how many batches it knew of as each one finished (a
     caller may append batches while it runs: shallowflow.training.entry.train_chains)."""

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from conftest import check_reproduction_folder
+from conftest import assert_sourced, check_reproduction_folder
 from shallowflow.config import Experiment
 from shallowflow.reproductions import rejudge, run_reproduction
 from shallowflow.training.entry import train
@@ -28,7 +28,8 @@ D_STAR = (2 / 3) * (Y3 @ X3)  # G's gradient on the all-active cone (mse, h = 0)
 U_STAR = D_STAR / np.linalg.norm(D_STAR)
 
 
-def test_constants_are_the_papers():
+def test_constants_of_the_three_point_data():
+    """docs/math.md §2.4's test vector, derived from the authors' data (the paper prints none)."""
     assert OLS_LOSS == pytest.approx(0.175043, abs=5e-7)
     np.testing.assert_allclose(U_STAR, [-0.36132, 0.93244], atol=1e-5)
     assert np.all(X3 @ U_STAR > 0)  # the all-active cone holds its own gradient: extremal
@@ -137,7 +138,12 @@ def fig2_claims(ds: xr.Dataset) -> dict:
     from shallowflow.reproductions.boursier import fig2
 
     P = fig2.Fig2Params.model_validate(fig2.PRESETS["quick"])
-    return {c.id: c.verdict for c in fig2.judge(ds, P)}
+    claims = fig2.judge(ds, P)
+    assert_sourced(claims)
+    kinds = {c.id: c.source.kind for c in claims}  # the paper prints no OLS number
+    assert kinds["ols_loss"] == kinds["ols_outputs"] == "derived"
+    assert {c.id: c.reference for c in claims}["ols_loss"] == pytest.approx(OLS_LOSS, abs=1e-9)
+    return {c.id: c.verdict for c in claims}
 
 
 def test_fig2_judge_on_synthetic_runs():
@@ -181,7 +187,9 @@ def init_claims(ds: xr.Dataset) -> dict:
     from shallowflow.reproductions.boursier import init_limits as init
 
     P = init.InitParams.model_validate(init.PRESETS["quick"])
-    return {c.id: c.verdict for c in init.judge(ds, P)}
+    claims = init.judge(ds, P)
+    assert_sourced(claims)
+    return {c.id: c.verdict for c in claims}
 
 
 def test_init_judge_on_synthetic_runs():
@@ -236,11 +244,18 @@ def test_alignment_rules_on_synthetic_phase_tables():
     base = {"L": L, "alignment": np.full(L.size, 2.5), "frac": np.ones(L.size),
             "frac_after": np.ones(L.size), "extremal_G": np.array([1.43])}
     linear = {**base, "phase2a": 0.7 * L + jitter}  # Theta(log 1/lambda): log-log slope 1
-    assert scaling_claim(linear).verdict == "reproduced"
+    # the other ends of the early phase (mass at 0.1% and 10% of its final value): a shifted
+    # linear law keeps slope ~1, a constant one does not
+    linear |= {"growth 0.001": 0.7 * L - 3.0 + jitter, "growth 0.1": np.full(L.size, 6.0) + jitter}
+    claim = scaling_claim(linear)
+    assert_sourced([claim, aligned_claim(linear)])
+    assert claim.verdict == "reproduced"
+    assert claim.variants["early phase ending at 0.001 of the final mass"]["verdict"] == "reproduced"
+    assert claim.variants["early phase ending at 0.1 of the final mass"]["verdict"] == "not reproduced"
     assert aligned_claim(linear).verdict == "reproduced"
-    flat = {**base, "phase2a": 4.0 + jitter}  # constant length: slope 0
+    flat = {**linear, "phase2a": 4.0 + jitter}  # constant length: slope 0
     assert scaling_claim(flat).verdict == "not reproduced"
-    square = {**base, "phase2a": 0.05 * L**2 + jitter}  # slope 2
+    square = {**linear, "phase2a": 0.05 * L**2 + jitter}  # slope 2
     assert scaling_claim(square).verdict == "not reproduced"
     late = {**linear, "alignment": np.where(L == 5.0, 10.0, 2.5)}  # only the largest lambda
     assert aligned_claim(late).verdict == "partly"
@@ -318,7 +333,9 @@ def fig3_claims(ds: xr.Dataset) -> dict:
     from shallowflow.reproductions.boursier import fig3
 
     P = fig3.Fig3Params.model_validate(fig3.PRESETS["quick"])
-    return {c.id: c.verdict for c in fig3.judge(ds, P)}
+    claims = fig3.judge(ds, P)
+    assert_sourced(claims)
+    return {c.id: c.verdict for c in claims}
 
 
 def test_fig3_judge_on_synthetic_runs():

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from conftest import check_reproduction_folder
+from conftest import assert_sourced, check_reproduction_folder
 from shallowflow.reproductions import rejudge, run_reproduction
 from shallowflow.reproductions.mmv import alignment_time as at
 
@@ -78,11 +78,16 @@ RULES = {"slower_as_mu_falls": at.mu_claim, "alignment_flat_in_alpha": at.flat_c
 
 
 def verdicts(ds, ids=None):
-    """Verdicts of the rules ``ids`` (all: the whole judge) on a synthetic Dataset."""
+    """Verdicts of the rules ``ids`` (all: the whole judge) on a synthetic Dataset; every claim
+    has a source (issue 34), and the t_1 bound is a check."""
     if ids is None:
-        return {c.id: c.verdict for c in at.judge(ds, P)}
-    tab = at.table(ds)
-    return {k: RULES[k](tab).verdict for k in ids}
+        claims = at.judge(ds, P)
+        assert [c.id for c in claims if c.role == "check"] == ["below_t1_bound"]
+    else:
+        tab = at.table(ds)
+        claims = [RULES[k](tab) for k in ids]
+    assert_sourced(claims)
+    return {c.id: c.verdict for c in claims}
 
 
 def test_table_reads_the_definitions():

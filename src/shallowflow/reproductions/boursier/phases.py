@@ -43,7 +43,6 @@ from shallowflow.theory.ols import OLSFit, ols
 PAPER_LAMBDA = 1e-3  # App. B.1-B.2: the initial scale lambda
 PAPER_LR = 1e-3  # the authors' GD learning rate
 PAPER_STEPS = 2_000_000  # "up to millions of iterations" (code: 2e6)
-PAPER_OLS_LOSS = 0.175043  # docs/math.md §2.4: the spurious limit loss on the 3-point data
 PHASES = ("alignment", "phase2a", "phase2", "convergence")
 SCHEMES = {"balanced": {"scheme": "balanced", "radial": "gaussian"},
            "dominated": {"scheme": "dominated"},

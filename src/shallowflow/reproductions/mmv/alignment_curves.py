@@ -2,8 +2,10 @@
 
 The paper's experimental protocol (docs/math.md §4.1): f(x) = sum_j v_j relu(<w_j, x>) (no output
 scale), entries of W and v drawn N(0, alpha^2) with alpha = 1e-6 (``init.scheme = "gaussian"``,
-not balanced), h = 50, full-batch GD with step 2e-3 on both layers. The loss is not stated: the
-four readings exponential/logistic x sum/mean (:data:`READINGS`) are offered; the reproductions
+not balanced), h = 50, full-batch GD with step 2e-3 on both layers. The paper defines the loss
+as a sum of exponential or logistic losses (§2) but does not say which one its experiments use,
+nor their normalisation: the four readings exponential/logistic x sum/mean (:data:`READINGS`) are
+offered; the reproductions
 take :data:`PRIMARY` = "exponential-mean" for their headline verdicts because Fig. 5's loss panel
 starts at 1 (exponential loss at f = 0, averaged; a sum starts at n, the logistic mean at log 2)
 and report every reading they ran.

@@ -34,7 +34,7 @@ import xarray as xr
 from pydantic import Field
 
 from shallowflow.reproductions.base import Figure, Reproduction, Section, run_time
-from shallowflow.reproductions.claims import Claim, band_verdict
+from shallowflow.reproductions.claims import Claim, band_verdict, printed, qualitative, threshold
 from shallowflow.reproductions.fields import LossReading, Seed
 from shallowflow.reproductions.mmv.alignment_curves import (
     PAPER_ALPHA,
@@ -57,7 +57,9 @@ from shallowflow.training.entry import Trainer
 SETTINGS = ("sin 0.1", "sin 0.001", "0")
 FIGURES = {"sin 0.1": "Fig. 7", "sin 0.001": "Fig. 8", "0": "Fig. 9"}
 ANGLE_TOL = 0.05  # radians: "aligned with x_1, x_2 or x_+"
+ANGLE_TOL_VARIANT = 0.1  # a looser alignment tolerance, reported beside
 GROWN_SHARE = 0.9  # share of sum_{V_+} ||w_j||^2 carried by the S_+ neurons at mu = 0
+FIG9 = "App. A.3, Fig. 9: "
 
 
 class TwoPointParams(GDRun):
@@ -150,7 +152,13 @@ def slower_claim(ds: xr.Dataset, P: TwoPointParams) -> Claim:
         f"Alignment iteration: first record from which every V_+ neuron is in S_+ or S_dead "
         f"(nan: not by the end). 'outside': V_+ neurons (v_j > 0) in no cone (active on one point "
         f"only). Parts: ordering of the alignment iterations ({'holds' if order else 'fails'}), "
-        f"counts at iteration {P.check} ({'hold' if check else 'fail'}).")
+        f"counts at iteration {P.check} ({'hold' if check else 'fail'}). The count at "
+        f"{P.late} is reported, not judged ('in this particular instance of the experiment').",
+        source=printed("App. A.2 on Fig. 8: \"at iteration 7000, there are still neurons (that "
+                       "are not dead) outside S_+ [...] while in our previous setting (mu = "
+                       "sin(0.1)), all neurons (that are not dead) have reached S_+\"; \"we also "
+                       "see one neuron remains outside S_+ at the late stage of the training (at "
+                       "iteration 21000)\""))
 
 
 def aligned_claim(ds: xr.Dataset, P: TwoPointParams) -> Claim:
@@ -173,7 +181,11 @@ def aligned_claim(ds: xr.Dataset, P: TwoPointParams) -> Claim:
                                             .tolist(), strict=True))},
         verdict, None,
         "Read at the last record; signs from the current v. Theorem 1 is stated for a balanced "
-        "start (constant signs); this start is the experiments' Gaussian one.")
+        "start (constant signs); this start is the experiments' Gaussian one. With positive data "
+        "only, S_- is empty, so Theorem 1 leaves V_- only S_dead.",
+        source=qualitative("App. A.2 on Fig. 7: \"positive neurons (that are not dead) eventually "
+                           "enters S_+, activating both data points\"; Theorem 1.1: \"if max_{i "
+                           "in I_+} <w_j(0), x_i> > 0, then w_j(t_1) in S_+\""))
 
 
 def _angles(W: np.ndarray, refs: np.ndarray) -> np.ndarray:
@@ -193,6 +205,7 @@ def orthogonal_claims(ds: xr.Dataset, P: TwoPointParams) -> list[Claim]:
     live = (a[k] > 0) & (code != al.S_DEAD)
     ang = _angles(W[k][live], refs)
     near = ang.min(axis=1) <= ANGLE_TOL
+    near_loose = ang.min(axis=1) <= ANGLE_TOL_VARIANT
     which = np.argmin(ang, axis=1)
     counts = {name: int(np.sum(near & (which == i))) for i, name in enumerate(("x_1", "x_2", "x_+"))}
     counts["elsewhere"] = int(np.sum(~near))
@@ -201,12 +214,20 @@ def orthogonal_claims(ds: xr.Dataset, P: TwoPointParams) -> list[Claim]:
         "aligned with x_1, x_2 or x_+ (Fig. 9)", "every live V_+ neuron near x_1, x_2 or x_+",
         counts, "reproduced" if near.all() and near.size else "not reproduced", None,
         f"Read at the end of the alignment phase, the loss onset (iteration {it[k]}); near: "
-        f"within {ANGLE_TOL} rad. Largest angle to the nearest direction: "
-        f"{float(ang.min(axis=1).max()) if ang.size else float('nan'):.3g} rad.")
+        f"within {ANGLE_TOL} rad (a tolerance of the project's own). Largest angle to the "
+        f"nearest direction: {float(ang.min(axis=1).max()) if ang.size else float('nan'):.3g} rad.",
+        {f"within {ANGLE_TOL_VARIANT} rad": {
+            "near": f"{int(near_loose.sum())}/{near_loose.size}",
+            "verdict": "reproduced" if near_loose.all() and near_loose.size else "not reproduced"}},
+        source=qualitative(FIG9 + "\"In the alignment phase, positive neurons are aligned with "
+                           "one of these directions: x_1, x_2, x_+\""))
     codeT = al.cone_membership(W[-1], X, y)
     pos = a[-1] > 0
     sq = np.sum(W[-1] ** 2, axis=-1)
     share = float(sq[pos & (codeT == al.S_PLUS)].sum() / sq[pos].sum()) if pos.any() else math.nan
+    nrm = np.sqrt(sq)
+    share_norm = (float(nrm[pos & (codeT == al.S_PLUS)].sum() / nrm[pos].sum()) if pos.any()
+                  else math.nan)
     other = pos & (codeT != al.S_PLUS)
     ratio = (float(np.sqrt(sq[other].max() / sq[pos & (codeT == al.S_PLUS)].min()))
              if other.any() and np.any(pos & (codeT == al.S_PLUS)) else math.nan)
@@ -218,7 +239,12 @@ def orthogonal_claims(ds: xr.Dataset, P: TwoPointParams) -> list[Claim]:
         (share, share) if math.isfinite(share) else None,
         f"At the last record: S_+ holds {int(np.sum(pos & (codeT == al.S_PLUS)))} of {int(pos.sum())} "
         f"V_+ neurons; the largest norm outside S_+ over the smallest inside: {ratio:.3g}. "
-        f"Rule: share >= {GROWN_SHARE}.")
+        f"Rule: share >= {GROWN_SHARE}.",
+        {"share of sum_(V_+) ||w_j|| in S_+": round(share_norm, 6)},
+        source=threshold(f"the paper's words (Fig. 9: \"only those aligned with x_+ grow their "
+                         f"norm for final convergence\") give no number; a share >= {GROWN_SHARE} "
+                         f"of the squared norm in S_+ is the project's reading of 'only', one-sided "
+                         f"(the share is at most 1)"))
     return [c1, c2]
 
 
@@ -286,7 +312,9 @@ def method(ds: xr.Dataset, P: TwoPointParams) -> list[Section]:
         f"x_1 = (1, 0), x_2 = (sin angle, cos angle) with angle 0.1 and 0.001, and x_2 = (0, 1); "
         f"y = +1 for both. h = {P.width}, W and v entries N(0, {P.alpha:g}^2), seed {P.seed} (the "
         f"same initial network in the three settings), full-batch GD step {P.lr:g}, {P.steps} "
-        f"iterations, loss {P.reading} (the paper does not state it), float64, snapshots every "
+        f"iterations, loss {P.reading} (the paper defines a sum of exponential or logistic "
+        f"losses but does not say which its experiments use, nor the normalisation), float64, "
+        f"snapshots every "
         f"{P.every} iterations and at {P.check} and {P.late}.")),
         ("Measured", "\n".join(rows)),
         run_time(ds)]
