@@ -55,4 +55,6 @@ def test_a_source_must_name_a_known_kind_and_say_where():
     with pytest.raises(ValueError):
         Source("printed", " ")
     with pytest.raises(ValueError):
-        Claim("a", "s", 1, 1, "reproduced", role="counted")
+        Claim("a", "s", 1, 1, "reproduced", role="counted", source=printed("Fig. 1"))
+    with pytest.raises(TypeError):  # every claim says where its reference comes from
+        Claim("a", "s", 1, 1, "reproduced")  # type: ignore[call-arg]

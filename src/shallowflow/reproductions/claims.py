@@ -86,7 +86,7 @@ class Claim:
     interval: tuple[float, float] | None = None
     notes: str = ""
     variants: dict[str, Any] = field(default_factory=dict)
-    source: Source | None = None
+    source: Source = field(kw_only=True)
     role: str = "claim"
 
     def __post_init__(self) -> None:

@@ -53,10 +53,6 @@ def fmt(value: Any, p: int = DIGITS) -> str:
     return str(value).replace("|", "/").replace("\n", " ")
 
 
-def _source(c: Claim) -> str:
-    return "" if c.source is None else c.source.kind
-
-
 def claims_table(claims: list[Claim]) -> str:
     """One row per claim: statement, reference and its source kind, measured value, interval,
     verdict; numbers with the digits their row's pairs need."""
@@ -66,25 +62,23 @@ def claims_table(claims: list[Claim]) -> str:
         p = digits(c.reference, c.interval, [c.reference, c.measured]
                    if isinstance(c.reference, float | int) else None)
         interval = "" if c.interval is None else fmt(list(c.interval), p)
-        rows.append(f"| **{c.id}**: {fmt(c.statement)} | {fmt(c.reference, p)} | {_source(c)} | "
+        rows.append(f"| **{c.id}**: {fmt(c.statement)} | {fmt(c.reference, p)} | {c.source.kind} | "
                     f"{fmt(c.measured, p)} | {interval} | {c.verdict} |")
     return "\n".join(rows)
 
 
 def _notes(claims: list[Claim]) -> list[str]:
-    """One line per claim with a source, notes or variants."""
+    """A bullet per claim: where its reference comes from, its notes and its variants, each a
+    bullet under it."""
     out = []
     for c in claims:
-        parts = []
-        if c.source is not None:
-            parts.append(f"Reference ({c.source.kind}): {c.source.where.strip()}")
+        parts = [f"Reference ({c.source.kind}): {c.source.where.strip()}"]
         if c.notes.strip():
             parts.append(c.notes.strip())
         if c.variants:
             parts.append("Variants: " + "; ".join(f"{k}: {fmt(v, digits(v))}"
                                                   for k, v in c.variants.items()))
-        if parts:
-            out.append(f"- **{c.id}**: " + " ".join(parts))
+        out += [f"- **{c.id}**", *(f"  - {' '.join(part.split())}" for part in parts)]
     return out
 
 
