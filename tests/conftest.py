@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import shallowflow
-from shallowflow.reproductions.claims import VERDICTS
+from shallowflow.reproductions.claims import ROLES, SOURCES, VERDICTS
 from shallowflow.runtime.compile_cache import ENV
 
 shallowflow.enable_full_precision()
@@ -42,7 +42,8 @@ steps = 5
 
 def check_reproduction_folder(folder, ids=None):
     """Checks every reproduction folder must pass: claims.json is a non-empty list of claims
-    with all fields and a known verdict (exactly the claim ids ``ids`` when given), and every PNG
+    with all fields, a known verdict, a source of a known kind that says where, and a known role
+    (exactly the claim ids ``ids`` when given), and every PNG
     that report.md links exists and is not trivially small; params.json and provenance.json are
     there. Returns (claims by id, report text)."""
     fields = {"id", "statement", "reference", "measured", "verdict", "interval", "notes", "variants",
@@ -54,6 +55,10 @@ def check_reproduction_folder(folder, ids=None):
     for c in claims:
         assert set(c) == fields
         assert c["verdict"] in VERDICTS
+        assert c["source"]["kind"] in SOURCES and c["source"]["where"].strip(), c["id"]
+        assert c["role"] in ROLES, c["id"]
+        if c["source"]["kind"] in ("derived", "threshold"):  # never called the paper's
+            assert "paper's value" not in (c["statement"] + c["notes"]).lower(), c["id"]
     report = (folder / "report.md").read_text()
     pngs = re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", report)
     assert pngs
