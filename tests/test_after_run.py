@@ -332,9 +332,25 @@ def test_too_little_disk_is_refused_before_work(run_copy, monkeypatch):
     monkeypatch.setattr(sh, "disk_usage", lambda path: Usage(10**6, 10**6 - 100, 100))
     before = listing(run_copy)
     for args in (["certify", run_copy], ["plot", run_copy], ["animate", run_copy]):
-        line = refused(invoke(args), ["need about", "free"])
+        line = refused(invoke(args), ["need about", "free", "--force"])
         assert str(run_copy) in line
     assert listing(run_copy) == before
+
+
+def test_force_tries_despite_the_disk_estimate(run_copy, monkeypatch):
+    """The estimate is an upper bound (an animation's frames are counted at half a byte per
+    pixel, a tenth of a GIF's): with --force, each command writes what the real disk holds."""
+    import shutil as sh
+    from collections import namedtuple
+
+    Usage = namedtuple("Usage", "total used free")
+    monkeypatch.setattr(sh, "disk_usage", lambda path: Usage(10**6, 10**6 - 100, 100))
+    for args, made in ((["certify", run_copy, "--quiet"], "end_state.csv"),
+                       (["plot", run_copy], "probes.png"),
+                       (["animate", run_copy, "--max-frames", "2", "--quiet"], "animation.gif")):
+        done = invoke([*args, "--force"])
+        assert done.exit_code == 0, done.output
+        assert (Path(run_copy) / made).is_file()
 
 
 def test_a_read_only_place_is_refused_before_work(run_copy, tmpfs):

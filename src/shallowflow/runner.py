@@ -60,15 +60,16 @@ NEEDS = {"data.nc": "the training data, without which the loss cannot be evaluat
 
 def certify_run(folder: str | Path, polish: str = "none", at: str = "final",
                 overwrite: bool = False, show_progress: bool = False,
-                field: str = "RUN_DIR") -> xr.Dataset:
+                field: str = "RUN_DIR", force: bool = False) -> xr.Dataset:
     """Certify the end state of every run of a run folder (docs/math.md §9.6) and write
     ``end_state.nc`` (the ``end_*`` Dataset, polished networks included) and ``end_state.csv``
     (:func:`~shallowflow.stationary.end_table`) beside its results, both or neither. ``at``:
     "final" or a record index of the snapshots a, W. Before any work: the run folder and its
     files (named as ``field``), the options, and the pair of output files together (neither a
     folder nor a link; replaced only with ``overwrite`` and where shallowflow wrote them; room
-    on the disk), held for the whole call (:func:`shallowflow.output.claim_files`).
-    ``show_progress``: say on stderr what it does, a bar over the runs."""
+    on the disk, unless ``force``), held for the whole call
+    (:func:`shallowflow.output.claim_files`). ``show_progress``: say on stderr what it does, a
+    bar over the runs."""
     folder = check_run_folder(folder, field, NEEDS)
     if polish not in POLISH_METHODS:
         raise UserError(f"--polish: unknown method (got {shown(polish)}); allowed: "
@@ -78,7 +79,8 @@ def certify_run(folder: str | Path, polish: str = "none", at: str = "final",
     files = [folder / name for name in END_STATE_FILES]
     need = 2 * sum(f.stat().st_size for f in (folder / "params.nc", folder / "results.nc")
                    if f.is_file())  # polished networks beside the end states: at most this
-    with claim_files(files, overwrite, need, field, lock=folder / "end_state") as place:
+    with claim_files(files, overwrite, need, field, lock=folder / "end_state",
+                     force=force) as place:
         phases = Phases("certify", show_progress)
         ds = load_run(folder, field)
         where = _record_index(ds, at, folder, field)

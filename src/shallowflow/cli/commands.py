@@ -169,6 +169,7 @@ def certify(
     overwrite: Annotated[bool, typer.Option(help="replace end_state.nc / end_state.csv")]
     = False,
     quiet: Annotated[bool, typer.Option(help="no progress")] = False,
+    force: ForceOption = False,
 ) -> None:
     """Certify each run's end state: global or strict local minimum, saddle (with its escape),
     degenerate or not stationary, with the numbers (docs/math.md §9). Writes end_state.nc and
@@ -177,7 +178,7 @@ def certify(
         from shallowflow.runner import certify_run
         from shallowflow.stationary import end_table
 
-        end = certify_run(run_dir, polish, at, overwrite, show_progress=not quiet)
+        end = certify_run(run_dir, polish, at, overwrite, show_progress=not quiet, force=force)
     table = end_table(end)
     shown = [c for c in ("run", "stop_reason", "label", "loss", "grad_norm", "zero_neurons",
                          "dead_neurons", "kink_pairs", "eig_min", "escape_value",
@@ -323,13 +324,14 @@ def plot(
     target: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--out", help="PNG file (default RUN_DIR/probes.png)")] = None,
     overwrite: Annotated[bool, typer.Option(help="replace a file shallowflow wrote")] = False,
+    force: ForceOption = False,
 ) -> None:
     """Draw recorded probes of a run directory against flow time."""
     with guard(lambda: "no figure was written"):
         from shallowflow.plots.probe_plot import plot_run
 
         written = plot_run(run_dir, [p.strip() for p in probes.split(",") if p.strip()], target,
-                           overwrite)
+                           overwrite, force=force)
     out.print(f"figure written to {written}", highlight=False)
 
 
@@ -345,6 +347,7 @@ def animate_(
     max_frames: Annotated[Optional[int], typer.Option(  # noqa: UP045
         help="at most this many frames, evenly spaced over the records")] = None,
     overwrite: Annotated[bool, typer.Option(help="replace a file shallowflow wrote")] = False,
+    force: ForceOption = False,
     quiet: Annotated[bool, typer.Option(help="no progress")] = False,
 ) -> None:
     """Animate a run's neurons (polar plot) and network function over its recorded snapshots."""
@@ -352,7 +355,7 @@ def animate_(
         from shallowflow.plots.animate import animate_run
 
         written = animate_run(run_dir, target, run, fps, max_frames, overwrite,
-                              show_progress=not quiet)
+                              show_progress=not quiet, force=force)
     out.print(f"animation written to {written}", highlight=False)
 
 

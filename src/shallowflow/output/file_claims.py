@@ -22,7 +22,7 @@ from shallowflow.output.folders import (
 )
 from shallowflow.output.writes import tmp_name
 
-FILE_REMEDY = "or write less"  # what else a user can do where an output file does not fit
+FILE_REMEDY = "write less, or pass --force to try anyway"  # where an output file does not fit
 
 
 def check_output_file(path: Path, overwrite: bool = False, field_name: str = "out") -> None:
@@ -53,15 +53,16 @@ def check_output_file(path: Path, overwrite: bool = False, field_name: str = "ou
 
 
 def check_output_files(paths: Sequence[Path], overwrite: bool = False, need: float = 0.0,
-                       field_name: str = "out", remedy: str = FILE_REMEDY) -> None:
+                       field_name: str = "out", remedy: str = FILE_REMEDY,
+                       force: bool = False) -> None:
     """Before any work: every file of ``paths`` (in one folder) may be written
     (:func:`check_output_file`), and their folder is writable with room for ``need`` bytes
-    (:func:`check_place`)."""
+    unless ``force`` (:func:`check_place`)."""
     if len({p.parent for p in paths}) != 1:
         raise ValueError(f"paths: the files written together must share a folder (got {paths})")
     for path in paths:
         check_output_file(path, overwrite, field_name)
-    check_place(paths[0], field_name, need, remedy=remedy)
+    check_place(paths[0], field_name, need, force, remedy)
 
 
 @dataclass
@@ -73,11 +74,12 @@ class OutputFiles:
     field_name: str = "out"
     existed: frozenset[Path] = frozenset()
     remedy: str = FILE_REMEDY
+    force: bool = False
 
     def check_disk(self, need: float) -> None:
         """Refuse (before any work) a folder without room for ``need`` bytes (a size known once
-        the input is read)."""
-        check_disk(self.paths[0].parent, need, False, self.field_name, self.remedy)
+        the input is read), unless ``force``."""
+        check_disk(self.paths[0].parent, need, self.force, self.field_name, self.remedy)
 
     @contextlib.contextmanager
     def writing(self) -> Iterator[tuple[Path, ...]]:
@@ -126,13 +128,16 @@ class OutputFiles:
 @contextlib.contextmanager
 def claim_files(paths: Sequence[str | Path], overwrite: bool = False, need: float = 0.0,
                 field_name: str = "out", lock: str | Path | None = None,
-                remedy: str = FILE_REMEDY) -> Iterator[OutputFiles]:
+                remedy: str = FILE_REMEDY, force: bool = False) -> Iterator[OutputFiles]:
     """:func:`claim` for the output files ``paths`` (one folder; the lock of ``lock``, default
-    the first file): checked before any work, written with :meth:`OutputFiles.writing`."""
+    the first file): checked before any work (the disk estimate only without ``force``),
+    written with :meth:`OutputFiles.writing`."""
     files = tuple(Path(p) for p in paths)
-    check_output_files(files, overwrite, need, field_name, remedy)  # before making anything
+    check = (overwrite, need, field_name, remedy, force)
+    check_output_files(files, *check)  # before making anything
     with made_parents(files[0].parent), exclusive(Path(lock or files[0]), field_name):
-        check_output_files(files, overwrite, need, field_name, remedy)  # now that they are ours
-        yield OutputFiles(files, field_name, frozenset(p for p in files if p.exists()), remedy)
+        check_output_files(files, *check)  # now that they are ours
+        yield OutputFiles(files, field_name, frozenset(p for p in files if p.exists()), remedy,
+                          force)
 
 

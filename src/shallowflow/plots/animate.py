@@ -232,12 +232,13 @@ def animate(ds: xr.Dataset, path: str | Path, run: int = 0, fps: float = 8.0,
 
 def animate_run(folder: str | Path, target: str | Path | None = None, run: int = 0,
                 fps: float = 8.0, max_frames: int | None = None, overwrite: bool = False,
-                show_progress: bool = False, field: str = "RUN_DIR") -> Path:
+                show_progress: bool = False, field: str = "RUN_DIR", force: bool = False) -> Path:
     """``shallowflow animate``: the animation of run ``run`` of the run folder ``folder``
     written to ``target`` (default ``FOLDER/animation.gif``). Before any work: the run folder
     and its files (named as ``field``), the options (named as the command's), the output file
     (:func:`shallowflow.output.claim_files`: not a folder or a link, replaced only with
-    ``overwrite`` and where shallowflow wrote it, room for its frames), held for the whole
+    ``overwrite`` and where shallowflow wrote it, room for its frames unless ``force``), held
+    for the whole
     call. ``show_progress``: say on stderr what it does, a bar over the frames."""
     folder = check_run_folder(folder, field)
     target = Path(target) if target is not None else folder / "animation.gif"
@@ -245,7 +246,8 @@ def animate_run(folder: str | Path, target: str | Path | None = None, run: int =
     if max_frames is not None and max_frames < 1:
         raise UserError(f"--max-frames: must be at least 1 (got {max_frames})")
     with claim_files([target], overwrite, field_name="--out",
-                     remedy="or pass a smaller --max-frames") as place:
+                     remedy="pass a smaller --max-frames, or --force to try anyway",
+                     force=force) as place:
         phases = Phases("animate", show_progress)
         ds = load_run(folder, field)
         if not 0 <= run < ds.sizes["run"]:

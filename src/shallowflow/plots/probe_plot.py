@@ -68,17 +68,18 @@ def plot_probes(ds: xr.Dataset, names: Sequence[str] = ("loss", "pl_curvature"),
 
 
 def plot_run(folder: str | Path, names: Sequence[str], target: str | Path | None = None,
-             overwrite: bool = False, field: str = "RUN_DIR") -> Path:
+             overwrite: bool = False, field: str = "RUN_DIR", force: bool = False) -> Path:
     """``shallowflow plot``: the probes ``names`` of the run folder ``folder`` drawn into the
     PNG ``target`` (default ``FOLDER/probes.png``). Before any work: the run folder and its
     files (named as ``field``), the output file (:func:`shallowflow.output.claim_files`: not a
     folder or a link, replaced only with ``overwrite`` and where shallowflow wrote it, room on
-    the disk), held for the whole call."""
+    the disk unless ``force``), held for the whole call."""
     folder = check_run_folder(folder, field)
     target = Path(target) if target is not None else folder / "probes.png"
     if target.suffix.lower() != ".png":
         raise UserError(f"--out: must name a .png file (got {shown(target)})")
-    with claim_files([target], overwrite, PANEL_BYTES * max(len(names), 1), "--out") as place:
+    with claim_files([target], overwrite, PANEL_BYTES * max(len(names), 1), "--out",
+                     force=force) as place:
         fig = plot_probes(load_run(folder, field), names, field="--probes")
         try:
             with place.writing() as (tmp,):
