@@ -167,6 +167,7 @@ def runnable() -> list[Path]:
                                       for b in blocks(p))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", runnable(), ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_page_code_runs(page, tmp_path):
     todo = [b.__dict__ for b in blocks(page) if b.skip is None and b.lang in (*RUN, "toml")]

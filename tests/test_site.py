@@ -33,13 +33,8 @@ def missing_tools() -> list[str]:
             or importlib.util.find_spec(name) is None]
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    """The site, built once by ``mkdocs build --strict`` into a temporary folder."""
-    if missing_tools():
-        pytest.skip(f"the docs tools are not installed ({', '.join(missing_tools())}); "
-                    "`pip install -e '.[docs]'` or `make docs` installs them")
-    out = tmp_path_factory.mktemp("site")
+def build(out: Path) -> None:
+    """``mkdocs build --strict`` into ``out``: no warning, no error."""
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
                            str(out)], cwd=ROOT, env=env, capture_output=True, text=True,
@@ -47,10 +42,22 @@ def site(tmp_path_factory) -> Path:
     log = done.stdout + done.stderr
     assert done.returncode == 0, log[-6000:]
     assert "WARNING" not in log, log[-6000:]
-    return out
 
 
-def test_every_link_and_image_of_the_built_site_resolves(site):
+@pytest.mark.slow
+def test_the_site_builds_offline_and_whole(tmp_path):
+    """One build (the slow part) and every check of the built site."""
+    if missing_tools():
+        pytest.skip(f"the docs tools are not installed ({', '.join(missing_tools())}); "
+                    "`pip install -e '.[docs]'` or `make docs` installs them")
+    site = tmp_path / "site"
+    build(site)
+    check_links(site)
+    check_figures(site)
+    check_api(site)
+
+
+def check_links(site: Path) -> None:
     """A link checker over the whole built site: every relative href or src names a file of the
     site, and every #fragment an id of its page; nothing is loaded from the network (no
     http(s) src: scripts, styles, fonts and images are all local)."""
@@ -87,7 +94,7 @@ def test_every_link_and_image_of_the_built_site_resolves(site):
     assert not remote, remote[:20]
 
 
-def test_the_figures_are_in_the_site(site):
+def check_figures(site: Path) -> None:
     """Every figure of the reproduction pages and the demo's is copied into the site and shown
     by the page that names it."""
     for png in [*(DOCS / "repro").glob("*.png"), DOCS / "demo_pl_curvature.png"]:
@@ -111,7 +118,9 @@ def public_targets() -> dict[str, str]:
     return {name: f"{obj.__module__}.{obj.__qualname__}" for name, obj in names.items()}
 
 
-def test_the_api_reference_documents_every_public_name(site):
+def check_api(site: Path) -> None:
+    """The API reference documents every public name: docs/reference/public.md links each to
+    where it is defined, and the built site's objects.inv holds that name."""
     documented = inventory(site)
     page = (DOCS / "reference/public.md").read_text()
     for name, target in public_targets().items():
