@@ -1,5 +1,5 @@
 """A diverged run is frozen at its parameters of the last record point where they and their loss
-were finite (README, "Results"): the loss of its final parameters, computed here with numpy, is
+were finite (docs/concepts/records.md): the loss of its final parameters, computed here with numpy, is
 finite and equals its last recorded loss, whatever the record schedule (records every step, or a
 geometric schedule whose compiled segments carry padding slots)."""
 

@@ -136,6 +136,9 @@ def sweep_from_mapping(mapping: dict[str, Any], root: Path | None = None,
 
 
 def load_sweep(path: str | Path, overrides: list[str] | None = None) -> Sweep:
+    """Read and validate a sweep file (TOML or YAML): its base experiment (a path relative to
+    the sweep file) with ``overrides`` (``--set`` literals; a key the grid sets is refused) and
+    every grid point, each named in its error before any work."""
     path = Path(path)
     return sweep_from_mapping(read_mapping(path, "sweep"), path.parent, overrides)
 
