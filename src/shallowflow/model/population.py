@@ -37,7 +37,11 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
+from shallowflow.model.activations import Activation
 from shallowflow.model.arccos_kernel import kernel_matrix, kernel_pullback, self_kernel
+from shallowflow.model.inputs import PopulationInputs
+from shallowflow.model.losses import Loss
+from shallowflow.model.network import BatchGradient
 
 
 class Teacher(NamedTuple):
@@ -132,3 +136,21 @@ def population_hessian(a: Array, W: Array, teacher: Teacher, kappa: float = 1.0,
     theta = jnp.concatenate([a, W.ravel()])
     return jax.hessian(lambda t: population_loss(t[:p], t[p:].reshape(p, d), teacher, kappa, leak,
                                                  chol))(theta)
+
+
+def batch_loss_and_gradient(a: Array, Wt: Array, inputs: PopulationInputs, kappa: float,
+                            activation: Activation, loss: Loss) -> BatchGradient:
+    """L, dL/da, dL/dWt and M of R networks in the engine layout (a (R, p), Wt (d, R, p); see
+    :mod:`shallowflow.model.network`) on the population ``inputs`` (docs/math.md §11.2): the
+    engine's gradient for :class:`~shallowflow.model.inputs.PopulationInputs`. Z, the activity
+    and the outputs have no sample (n = 0). Only the square loss has a closed form (ValueError
+    otherwise, and for the reduction 'sum', infinite here)."""
+    if loss.name != "square" or loss.reduction != "mean":
+        raise ValueError(f"loss: the population loss needs 'square' with reduction 'mean', got "
+                         f"{loss.name!r} with {loss.reduction!r}")
+    pg = population_gradient(a, jnp.transpose(Wt, (1, 2, 0)), Teacher(inputs.b, inputs.V), kappa,
+                             activation.leak, inputs.chol)
+    M = jnp.transpose(pg.M, (2, 0, 1))  # (d, R, p)
+    none = jnp.zeros((0, *a.shape), a.dtype)
+    return BatchGradient(pg.loss, pg.grad_a, kappa * a[None] * M, none, none > 0,
+                         jnp.zeros((0, a.shape[0]), a.dtype), M)
