@@ -366,20 +366,27 @@ def _data_examples(tmp_path):
         "file": {"kind": "file", "path": str(tmp_path / "d.npz")},
         "arrays": {"kind": "arrays", "X": [[1.0, 2.0], [3.0, 5.0]], "y": [1.0, -1.0]},
         "mnist": {"kind": "mnist", "digits": [4, 9], "per_digit": 3},
+        "gaussian_teacher": {"kind": "gaussian_teacher", "d": 5, "k": 3},
     }
 
 
 def test_every_data_kind_knows_its_shape(tmp_path):
     """spec.n_samples and spec.input_dim, computed without generating, equal the shapes of the
-    generated arrays; the network sees one more input dimension with a hidden bias."""
+    generated arrays; the network sees one more input dimension with a hidden bias. The
+    population (no samples, no bias) has n = 0 and its teacher's input dimension."""
     from shallowflow.config import DATA_KINDS, experiment_from_mapping
 
     examples = _data_examples(tmp_path)
     assert set(examples) == set(DATA_KINDS)
     for data in examples.values():
-        exp = experiment_from_mapping({"data": data, "model": {"width": 2, "bias": True},
+        population = DATA_KINDS[data["kind"]].population
+        exp = experiment_from_mapping({"data": data, "model": {"width": 2, "bias": not population},
                                        "init": {"scheme": "dpb"}, "train": {"lr": 0.1, "steps": 1}})
         spec = exp.data
+        if population:
+            _, V, _ = spec.population_inputs(KEY)
+            assert (spec.n_samples, spec.input_dim) == (0, V.shape[1]) == (0, exp.input_dim)
+            continue
         X, y = jax.eval_shape(spec.generate, KEY)  # the shapes generate gives, without running it
         assert np.shape(X) == (spec.n_samples, spec.input_dim), spec.kind
         assert np.shape(y) == (spec.n_samples,), spec.kind

@@ -17,12 +17,11 @@ from shallowflow.stationary import end_states, end_table
 from shallowflow.stationary.polish import PolishMethod
 from shallowflow.store import check_run_folder, load_run, provenance, write_netcdf, write_run
 from shallowflow.training.batch_store import kept_beside
+from shallowflow.training.batches import DATA_VARIABLES
 from shallowflow.training.entry import train
 from shallowflow.training.preflight import check_memory, estimate
 
 POLISH_METHODS = ("none", *get_args(PolishMethod))
-
-DATA_VARS = ("X", "y")
 
 
 def run_experiment(exp: Experiment, out: str | Path, overwrite: bool = False,
@@ -45,7 +44,8 @@ def run_experiment(exp: Experiment, out: str | Path, overwrite: bool = False,
             kept_beside(out, resume) as store:
         (ds,) = train(exp, label=exp.name, show_progress=show_progress, keep_data=True,
                       runs=runs, force=force, store=store.folder)
-        data, ds = ds[list(DATA_VARS)], ds.drop_vars(DATA_VARS)
+        names = [v for v in DATA_VARIABLES if v in ds]
+        data, ds = ds[names], ds.drop_vars(names)
         with place.writing() as folder:
             write_run(folder, ds, data, dump_toml(exp.model_dump(mode="json")),
                       provenance(seeds=[exp.seed], runs=int(ds.sizes["run"])))
@@ -106,6 +106,10 @@ def _record_index(ds: xr.Dataset, at: str, folder: Path, field: str) -> str | in
     the run folder recorded (a foreign results.nc, without the networks or the model's scale,
     is named as ``field``)."""
     snapshots = "a" in ds and "W" in ds
+    if "teacher_V" in ds:
+        raise UserError(f"{field}: {folder} trained on the population of a teacher (data.kind "
+                        "'gaussian_teacher'); its end-state analysis (docs/math.md §11.3) is not "
+                        "available yet")
     missing = [name for name, there in (
         ("the final networks a_final, W_final", {"a_final", "W_final"} <= set(ds) or snapshots),
         ("the data X, y", {"X", "y"} <= set(ds)), ("the model's scale kappa", "kappa" in ds.attrs))

@@ -44,8 +44,11 @@ def resolve(data: DataSpec, model: ModelSpec, t: TrainSpec,
     (``log_lambda``: the log of the initial scale, None where it has none), each with its note: the log-norm
     parametrisation when lambda^2 is below the smallest normal float or the balance is tied; the
     activity mask for orthogonal data under ReLU full-batch GD; the span of the data when the rows
-    are orthogonal or n < d under full-batch GD; the one-dimensional path when it pays."""
+    are orthogonal or n < d under full-batch GD; the one-dimensional path when it pays. The
+    population (no samples, docs/math.md §11) takes none of the three."""
     notes = []
+    if data.population:  # no samples: no span, mask or 1-D path (refused when 'on', config.spec)
+        t = t.model_copy(update={"span": "off", "activity_mask": "off", "onedim": "off"})
     parametrisation = t.parametrisation
     if parametrisation == "auto":
         tiny = 2.2250738585072014e-308 if t.dtype == "float64" else 1.1754944e-38

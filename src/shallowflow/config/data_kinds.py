@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, ClassVar, Literal
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
@@ -23,6 +24,7 @@ from shallowflow.config.spec_types import (
     _Loaded,
     _registry,
 )
+from shallowflow.data import gaussian_teacher as pop
 from shallowflow.data.mnist import load_mnist_pair
 from shallowflow.errors import shown
 
@@ -37,6 +39,9 @@ class _DataBase(StrictModel):
     """True: the inputs are orthogonal by construction (activity mask, span, group init)."""
     sign_labels: ClassVar[bool] = False
     """True: every label is +1 or -1 by construction (classification losses need it)."""
+    population: ClassVar[bool] = False
+    """True: infinite data, the population of a teacher (docs/math.md §11): no (X, y), n = 0;
+    the engine gets :meth:`GaussianTeacherData.population_inputs` instead."""
 
     per_run: bool = Field(False, description="draw a fresh dataset for every run")
     seed: int | None = Field(None, ge=0, le=MAX_SEED,
@@ -60,6 +65,11 @@ class _DataBase(StrictModel):
     def generate(self, key: Array) -> tuple[Array, Array]:
         """(X, y) drawn with ``key`` (given kinds ignore it)."""
         raise NotImplementedError
+
+    def step_flops(self, d: int, p: int) -> float:
+        """The arithmetic of one gradient step of one network of p neurons on d inputs: the two
+        products of docs/math.md §0.3, 4 n d p."""
+        return 4.0 * self.n_samples * d * p
 
 
 class _SizedData(_DataBase):
@@ -280,9 +290,92 @@ class ArrayData(_GivenData):
         return self.X, self.y
 
 
+MAX_POPULATION_DIM = 65_536
+"""The largest input dimension d and teacher width k of the population kind."""
+
+
+class GaussianTeacherData(_DataBase):
+    """Infinite data (docs/math.md §11): x ~ N(0, Sigma), labelled by the ReLU teacher h*(x) =
+    sum_k b_k relu(<v_k, x>); the square loss is the population loss 1/2 E[(h - h*)^2] in closed
+    form, with no sample. Teacher: 'orthonormal' (v_k = e_k, b_k = 1), 'gaussian' (v_k ~ N(0,
+    I/d), b_k = 1, drawn with the data seed), 'given' (arrays b, V) or 'file' (.npz with b, V);
+    covariance: 'identity', 'diagonal' (``variances``) or 'full' (``sigma``)."""
+
+    population: ClassVar[bool] = True
+    kind: Literal["gaussian_teacher"]
+    d: int = Field(gt=0, le=MAX_POPULATION_DIM, description="input dimension")
+    k: int | None = Field(None, gt=0, le=MAX_POPULATION_DIM,
+                          description="teacher width (default: d, or the given arrays' k)")
+    teacher: Literal["orthonormal", "gaussian", "given", "file"] = "orthonormal"
+    b: FloatArray | None = None
+    V: FloatArray | None = None
+    path: str | None = None
+    covariance: Literal["identity", "diagonal", "full"] = "identity"
+    variances: FloatArray | None = None
+    sigma: FloatArray | None = None
+    _loaded: _Loaded = PrivateAttr()
+
+    @model_validator(mode="after")
+    def _valid(self) -> GaussianTeacherData:
+        if self.per_run:
+            raise ValueError("per_run: the population is one teacher for every run; per_run must "
+                             "be false")
+        arrays = {"b": self.b, "V": self.V, "path": self.path}
+        needs = {"given": ("b", "V"), "file": ("path",)}.get(self.teacher, ())
+        for name, value in arrays.items():
+            if (value is None) == (name in needs):
+                raise ValueError(f"{name}: teacher {shown(self.teacher)} "
+                                 + ("needs" if name in needs else "takes no") + f" data.{name}")
+        if self.teacher in ("given", "file"):
+            b, V = (self.b, self.V) if self.teacher == "given" else pop.load_teacher(self.path)
+            pop.check_teacher(b, V, self.d)
+            if self.k is not None and self.k != len(b):
+                raise ValueError(f"k: the given teacher has k = {len(b)} neurons, got k={self.k}")
+        else:
+            b = V = np.zeros(0)
+            pop.teacher_arrays(self.teacher, self.teacher_width, self.d,
+                               np.zeros((self.teacher_width, self.d)))  # the scheme's checks
+        chol = pop.covariance_factor(self.covariance, self.d, self.variances, self.sigma)
+        self._loaded = _Loaded(np.asarray(b, np.float64), np.asarray(V, np.float64),
+                               np.zeros(0) if chol is None else chol)
+        return self
+
+    @property
+    def teacher_width(self) -> int:
+        """k: the given arrays' width, else ``k`` (default d)."""
+        if self.teacher == "given":
+            return len(self.b)
+        if self.teacher == "file":
+            return len(self._loaded.arrays[0])
+        return self.d if self.k is None else self.k
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return 0, self.d
+
+    def population_inputs(self, key: Array) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """(b (k,), V (k, d), the covariance's Cholesky factor (d, d) or None for the identity),
+        float64; the 'gaussian' teacher drawn with ``key``."""
+        b, V, chol = self._loaded.arrays
+        if self.teacher in ("orthonormal", "gaussian"):
+            k = self.teacher_width
+            normal = (np.asarray(jax.random.normal(key, (k, self.d), jnp.float64))
+                      if self.teacher == "gaussian" else None)
+            b, V = pop.teacher_arrays(self.teacher, k, self.d, normal)
+        return b, V, (chol if chol.size else None)
+
+    def generate(self, key: Array) -> tuple[Array, Array]:
+        raise ValueError("data.kind 'gaussian_teacher' has no samples: use population_inputs")
+
+    def step_flops(self, d: int, p: int) -> float:
+        """The Gram matrix of the p + k directions and one product with them (docs/math.md §11.2),
+        about 4 (p + k)^2 d."""
+        return 4.0 * (p + self.teacher_width) ** 2 * d
+
+
 DataSpec = Annotated[
     SphereData | OrthogonalData | OrthonormalData | ThreePointData | StewartData | TwoPointData
-    | TeacherData | FileData | ArrayData | MnistData,
+    | TeacherData | FileData | ArrayData | MnistData | GaussianTeacherData,
     Field(discriminator="kind"),
 ]
 

@@ -17,6 +17,7 @@ from shallowflow.config.record_spec import RecordSpec
 from shallowflow.config.signature import signature_of
 from shallowflow.config.spec_types import DIGEST, MAX_SEED, Label, StrictModel
 from shallowflow.config.train_spec import CLASSIFICATION_LOSSES, TrainSpec
+from shallowflow.dynamics.probes import PROBES
 
 
 def resolve_choices(exp: Experiment) -> EngineChoices:
@@ -32,6 +33,38 @@ def batch_signature(exp: Experiment) -> str:
 
 _CACHED = ("choices", "signature")
 """The cached properties of an :class:`Experiment` (derived from its fields)."""
+
+
+def _check_population(exp: Experiment) -> None:
+    """What the population of a teacher (docs/math.md §11) cannot do, refused naming the field:
+    a loss without a closed form, minibatches, a hidden bias, the paths that need samples, the
+    end-state analysis (not written for it yet), probes and init schemes that read samples."""
+    kind, t = repr(getattr(exp.data, "kind", "?")), exp.train
+    if t.loss != "square" or t.reduction != "mean":
+        raise ValueError(f"train.loss: data.kind {kind} (the population) has a closed form only for "
+                         f"the square loss; allowed: loss 'square' with reduction 'mean' (got "
+                         f"{t.loss!r} with {t.reduction!r})")
+    if t.optimizer != "gd":
+        raise ValueError(f"train.optimizer: data.kind {kind} has no samples to draw minibatches "
+                         f"from; allowed: 'gd' (got {t.optimizer!r})")
+    if exp.model.bias:
+        raise ValueError(f"model.bias: data.kind {kind} has Gaussian inputs without a constant "
+                         "coordinate; allowed: false")
+    for name in ("span", "activity_mask", "onedim"):
+        if getattr(t, name) == "on":
+            raise ValueError(f"train.{name}: 'on' needs samples, data.kind {kind} has none; "
+                             "allowed: 'auto' or 'off'")
+    if t.polish != "none" or t.end_state:
+        raise ValueError(f"train.end_state: the end-state analysis of data.kind {kind} "
+                         "(docs/math.md §11.3) is not available yet; allowed: end_state = false "
+                         "and polish = 'none'")
+    given = [p for p in exp.record.probes if PROBES[p].samples]
+    if given and "probes" in exp.record.model_fields_set:
+        raise ValueError(f"record.probes: {', '.join(given)} read the training samples, data.kind "
+                         f"{kind} has none; leave them out")
+    if exp.init.reads_samples:
+        raise ValueError(f"init.scheme: {exp.init.scheme!r} reads the training samples, data.kind "
+                         f"{kind} has none")
 
 
 class Experiment(StrictModel):
@@ -68,9 +101,20 @@ class Experiment(StrictModel):
                 f"{getattr(self.data, 'kind', '?')!r} has other label values; allowed: a "
                 "square loss ('square', 'mse') for real labels, or data with labels +-1")
         self.init.check(self.model, self.data, self.input_dim)
+        if self.data.population:
+            _check_population(self)
         return self
 
     # resolved numbers ------------------------------------------------------------------------
+    @property
+    def probes(self) -> tuple[str, ...]:
+        """The probes recorded: ``record.probes`` (+ 'W' with snapshots); on the population the
+        default list without the probes that read samples (given ones are refused there)."""
+        probes = tuple(self.record.probes)
+        if self.data.population:
+            probes = tuple(p for p in probes if not PROBES[p].samples)
+        return probes + (("W",) if self.record.snapshots else ())
+
     @property
     def kappa(self) -> float:
         return 1.0 / self.model.width if self.model.kappa == "1/p" else 1.0

@@ -35,6 +35,7 @@ from shallowflow.model.inputs import (
     Inputs,
     OneDimInputs,
     PerRunInputs,
+    PopulationInputs,
     SharedInputs,
 )
 
@@ -229,6 +230,8 @@ def core_slots() -> threading.BoundedSemaphore:
 def _is_elementwise(inputs: Inputs) -> bool:
     if isinstance(inputs, DiagonalInputs):
         return True
+    if isinstance(inputs, PopulationInputs):  # Gram matrices and products: XLA's default
+        return False
     n, d = inputs.X.shape[-2:]
     return min(n, d) <= SMALL
 

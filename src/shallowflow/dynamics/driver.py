@@ -52,7 +52,14 @@ from shallowflow.dynamics.state import (
 )
 from shallowflow.dynamics.step import live_neurons, probe_context
 from shallowflow.errors import Cancelled
-from shallowflow.model.inputs import DiagonalInputs, Inputs, OneDimInputs, PerRunInputs, SharedInputs
+from shallowflow.model.inputs import (
+    DiagonalInputs,
+    Inputs,
+    OneDimInputs,
+    PerRunInputs,
+    PopulationInputs,
+    SharedInputs,
+)
 from shallowflow.model.network import Network, to_engine_layout
 
 
@@ -87,7 +94,7 @@ def _chunks(schedule: np.ndarray, per_call: int, min_steps: int) -> list[np.ndar
 
 def as_inputs(X: Array | np.ndarray | Inputs) -> Inputs:
     """Wrap data: X (n, d) shared, X (R, n, d) per run, or an Inputs object as is."""
-    if isinstance(X, (SharedInputs, PerRunInputs, DiagonalInputs, OneDimInputs)):
+    if isinstance(X, (SharedInputs, PerRunInputs, DiagonalInputs, OneDimInputs, PopulationInputs)):
         return X
     X = X if isinstance(X, np.ndarray) else jnp.asarray(X)
     if X.ndim == 2:
@@ -353,6 +360,8 @@ def solve(
     W0 = np.asarray(net0.W)
     if cfg.onedim and options.span:
         raise ValueError("onedim: not with span (inputs (x, 1) are already their own basis)")
+    if isinstance(X, PopulationInputs) and (options.span or cfg.onedim or cfg.activity_mask):
+        raise ValueError("population: not with span, onedim or activity_mask (it has no samples)")
     in_span = span_of(np.asarray(X)) if options.span else None
     if in_span is not None:
         Wr, W_perp = project(W0.astype(np.float64), in_span.basis)
@@ -386,7 +395,8 @@ def solve(
     state, ref = _initial_state(cfg, a0, Wt0, ls, log_perp_sq, inputs, y, perp_gram)
     start = _probe_context(cfg, state.params, None, ref)
     run = replace(options, records_per_call=max(1, min(options.records_per_call, len(schedule))))
-    if not (cfg.coordinates.dead_stay_put and cfg.activation.leak == 0):
+    if not (cfg.coordinates.dead_stay_put and cfg.activation.leak == 0) or isinstance(
+            inputs, PopulationInputs):  # on the population no non-zero neuron is dead
         run = replace(run, skip_dead="off")
     parts = shards(inputs, R, options.threads, net0.a.shape[1])
     progress = Progress() if progress is None else progress

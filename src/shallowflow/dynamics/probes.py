@@ -91,6 +91,7 @@ class Probe:
     description: str
     fn: Callable[[ProbeContext], Array]
     needs: frozenset[str] = frozenset()  # batch constants it reads (CLASSES, PERP_GRAM)
+    samples: bool = False  # reads the training samples (none on the population, docs/math.md §11)
 
 
 # ------------------------------------------------------------------------- MMV (docs/math.md §4.5)
@@ -194,28 +195,29 @@ _ALL = [
     Probe("neuron_norm", ("neuron",), "||w_j||", lambda c: jnp.sqrt(c.norm_sq)),
     Probe("log_norm", ("neuron",), "log ||w_j||", lambda c: c.log_norm),
     Probe("a", ("neuron",), "second-layer weight a_j", lambda c: c.a),
-    Probe("active_count", ("neuron",), "#samples with <w_j, x_i> > 0", _active_count),
+    Probe("active_count", ("neuron",), "#samples with <w_j, x_i> > 0", _active_count,
+          samples=True),
     Probe(
         "dead_neurons", (), "#neurons active on no sample",
-        lambda c: jnp.sum(_active_count(c) == 0, axis=1),
+        lambda c: jnp.sum(_active_count(c) == 0, axis=1), samples=True,
     ),
     Probe(
         "param_norm_sq", (), "||theta||^2 = sum a_j^2 + ||W||_F^2",
         lambda c: jnp.sum(c.a**2 + c.norm_sq, axis=1),
     ),
-    Probe("output", ("sample",), "network output h(x_i)", lambda c: c.grad.output.T),
+    Probe("output", ("sample",), "network output h(x_i)", lambda c: c.grad.output.T, samples=True),
     Probe("active", ("sample", "neuron"), "pair activity <w_j, x_i> > 0 (mask included)",
-          lambda c: jnp.transpose(c.grad.active, (1, 0, 2))),
+          lambda c: jnp.transpose(c.grad.active, (1, 0, 2)), samples=True),
     Probe("W", ("neuron", "dim"), "hidden weights (snapshot)",
           lambda c: jnp.transpose(c.Wt, (1, 2, 0))),
     Probe("mmv_cos_plus", ("band",),
           "(min over V_+ of cos(w_j, x_+), cos(w_bar_+, x_+), max over V_+), V_+ = {a_j > 0}",
-          lambda c: _alignment(c, 0, 1.0), frozenset({CLASSES, PERP_GRAM})),
+          lambda c: _alignment(c, 0, 1.0), frozenset({CLASSES, PERP_GRAM}), samples=True),
     Probe("mmv_cos_minus", ("band",),
           "(min over V_- of cos(w_j, x_-), cos(w_bar_-, x_-), max over V_-), V_- = {a_j < 0}",
-          lambda c: _alignment(c, 1, -1.0), frozenset({CLASSES, PERP_GRAM})),
+          lambda c: _alignment(c, 1, -1.0), frozenset({CLASSES, PERP_GRAM}), samples=True),
     Probe("mmv_cone_counts", ("cone",), "#neurons in each cone (other, S_+, S_-, S_dead)",
-          _cone_counts, frozenset({CLASSES})),
+          _cone_counts, frozenset({CLASSES}), samples=True),
     Probe("stable_rank", (), "stable rank ||W||_F^2 / ||W||_2^2 of the first layer", _stable_rank,
           frozenset({PERP_GRAM})),
     Probe("spectral_norm_sq", (), "||W||_2^2 of the first layer", _gram_top,

@@ -43,7 +43,14 @@ from shallowflow.dynamics.state import (
     select,
 )
 from shallowflow.model import onedim
-from shallowflow.model.inputs import DiagonalInputs, Inputs, OneDimInputs, PerRunInputs, SharedInputs
+from shallowflow.model.inputs import (
+    DiagonalInputs,
+    Inputs,
+    OneDimInputs,
+    PerRunInputs,
+    PopulationInputs,
+    SharedInputs,
+)
 from shallowflow.model.network import BatchGradient
 
 
@@ -59,6 +66,8 @@ def _minibatch(cfg: EngineConfig, inputs: Inputs, y: Array, keys: Array, step: A
         raise ValueError("batch_size: SGD is not available with diagonal (span basis) inputs")
     if isinstance(inputs, OneDimInputs):
         raise ValueError("batch_size: SGD is not available on the one-dimensional path (onedim)")
+    if isinstance(inputs, PopulationInputs):
+        raise ValueError("batch_size: SGD has no minibatch on the population (no samples)")
     n, B = inputs.n, cfg.batch_size
     idx = jax.vmap(lambda k: jax.random.choice(jax.random.fold_in(k, step), n, (B,),
                                                replace=False))(keys)  # (R, B)

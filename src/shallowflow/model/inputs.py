@@ -25,6 +25,9 @@ position of the sample axis in per-run arrays such as the outputs (0: the canoni
 - :class:`OneDimInputs`: one input coordinate and a bias, x_i = (x_i, 1), kept sorted: a neuron's
   active set is then a prefix or a suffix of the sorted data, and a step needs no (n, R, p) array
   at all (:mod:`shallowflow.model.onedim`, docs/math.md §10): O((n + p) log n) per run instead of O(n p).
+- :class:`PopulationInputs`: no samples at all: x ~ N(0, L L^T) labelled by a teacher network,
+  the expectations in closed form (:mod:`shallowflow.model.population`, docs/math.md §11),
+  O((p + k)^2 d) per run; its sample-space arrays have n = 0 samples.
 
 Contractions over an inner dimension of at most 4 (1-D data with a bias, three points) are
 unrolled into elementwise products: XLA's GEMM for such shapes is far slower than the arithmetic.
@@ -364,4 +367,31 @@ def _window(xs: np.ndarray, lo: np.ndarray, size: int) -> np.ndarray:
                            inside], axis=1)
 
 
-Inputs = SharedInputs | PerRunInputs | RunInputs | DiagonalInputs | OneDimInputs
+class PopulationInputs(NamedTuple):
+    """The population: inputs x ~ N(0, L L^T), labelled by the teacher h*(x) = sum_k b_k
+    sigma(<v_k, x>) (docs/math.md §11); ``b`` (k,), ``V`` (k, d), ``chol`` L (d, d) or None for
+    the identity. Every run trains on the same population. There is no sample: ``n`` is 0, the
+    labels are an empty array, and the gradient path is
+    :func:`shallowflow.model.population.batch_loss_and_gradient` (the dense products ``pre`` and
+    ``post`` do not exist)."""
+
+    b: Array
+    V: Array
+    chol: Array | None = None
+
+    n = 0
+    sample_axis = 0
+    neuron_axis = 2
+    native = canonical = staticmethod(_same)
+    per_run = False
+
+    def labels(self, y: Array) -> Array:
+        """The (empty) labels (0,) as (0, 1)."""
+        return y[:, None]
+
+    def take_runs(self, idx: Array) -> PopulationInputs:
+        """The inputs of runs ``idx`` (one population: the same)."""
+        return self
+
+
+Inputs = SharedInputs | PerRunInputs | RunInputs | DiagonalInputs | OneDimInputs | PopulationInputs

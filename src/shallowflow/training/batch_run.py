@@ -33,7 +33,7 @@ def _run_engine(batch: BatchInputs, level: int = 0, progress: StepCallback | Non
     exp = batch.refs[0].experiment
     cfg = engine_config(exp, exp.train.lr / 2**level)
     return solve(
-        cfg, batch.net0, batch.X, batch.y, saveat=SaveAt(batch.schedule * 2**level),
+        cfg, batch.net0, batch.inputs, batch.y, saveat=SaveAt(batch.schedule * 2**level),
         stop=StopWhen(loss=batch.stop_loss, grad=batch.stop_grad, seconds=exp.train.max_seconds),
         options=EngineOptions(span=batch.span, skip_dead=exp.train.skip_dead),
         keys=batch.keys, log_lambda=batch.log_lambda, progress=Progress(report=progress),

@@ -35,12 +35,15 @@ from shallowflow.dynamics import (
 )
 from shallowflow.dynamics.probes import DIM_LABELS, PROBES
 from shallowflow.model.activations import Activation
+from shallowflow.model.inputs import PopulationInputs
 from shallowflow.model.losses import Loss
 from shallowflow.model.network import Network, add_bias_column
 from shallowflow.model.run_attrs import RunAttrs
 from shallowflow.precision import enable_full_precision, float64
 
 DATA_STREAM, INIT_STREAM, SGD_STREAM = 0, 1, 2  # key streams of a run (module docstring)
+DATA_VARIABLES = ("X", "y", "teacher_b", "teacher_V", "covariance_chol")
+"""The variables :func:`batch_data` may write: samples, or the population's teacher and factor."""
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,7 @@ def static_signature(exp: Experiment) -> str:
 
 def engine_config(exp: Experiment, lr: float | None = None) -> EngineConfig:
     """The compile-time engine settings of an experiment (optionally at another step)."""
-    probes = tuple(exp.record.probes) + (("W",) if exp.record.snapshots else ())
+    probes = exp.probes
     choices = exp.choices
     return EngineConfig(
         activation=Activation(exp.model.leak),
@@ -212,15 +215,23 @@ class BatchInputs:
     span: bool
     notes: tuple[str, ...]
     drawn: Drawn | None = None  # a float32 batch's first train.precision_certificate runs as drawn
+    population: PopulationInputs | None = None  # the population (docs/math.md §11): X, y empty
+
+    @property
+    def inputs(self) -> np.ndarray | PopulationInputs:
+        """What the engine trains on: the population, else the data X."""
+        return self.X if self.population is None else self.population
 
 
 class Drawn(NamedTuple):
     """Data and initial networks of some runs as :func:`prepare_batch` draws them, in float64
-    before any cast: X (n, d) shared or (k, n, d), y, net0 (a (k, p), W (k, p, d))."""
+    before any cast: X (n, d) shared or (k, n, d), y, net0 (a (k, p), W (k, p, d)); on the
+    population (docs/math.md §11) X (0, d), y (0,) and its teacher and covariance factor."""
 
     X: np.ndarray
     y: np.ndarray
     net0: Network
+    population: PopulationInputs | None = None
 
 
 def prepare_batch(refs: Sequence[RunRef], drawn: Drawn | None = None) -> BatchInputs:
@@ -257,10 +268,13 @@ def prepare_batch(refs: Sequence[RunRef], drawn: Drawn | None = None) -> BatchIn
     k = min(first.train.precision_certificate, len(refs)) if dtype != "float64" else 0
     kept = None if not k else Drawn(X if X.ndim == 2 else X[:k].copy(),
                                     y if y.ndim == 1 else y[:k].copy(),
-                                    Network(*(np.asarray(v)[:k].copy() for v in drawn.net0)))
+                                    Network(*(np.asarray(v)[:k].copy() for v in drawn.net0)),
+                                    drawn.population)
+    population = None if drawn.population is None else PopulationInputs(
+        *(None if v is None else np.asarray(v, dtype) for v in drawn.population))
     return BatchInputs(refs, engine_config(first), net0, X.astype(dtype), y.astype(dtype), stop,
                        stop_grad, _keys(seeds, indices, SGD_STREAM), batch_schedule(refs), dtype,
-                       log_lambda, choices.span, choices.notes, kept)
+                       log_lambda, choices.span, choices.notes, kept, population)
 
 
 def _draw(refs: list[RunRef], init_keys: jax.Array) -> Drawn:
@@ -268,6 +282,8 @@ def _draw(refs: list[RunRef], init_keys: jax.Array) -> Drawn:
     (n, d) set."""
     first = refs[0].experiment
     data_keys = _data_keys(refs)
+    if first.data.population:
+        return _draw_population(refs, data_keys, init_keys)
     data_ids = {(r.experiment.data.model_dump_json(context=DIGEST), k.tobytes())
                 for r, k in zip(refs, np.asarray(data_keys), strict=True)}
     shared = len(data_ids) == 1
@@ -277,6 +293,25 @@ def _draw(refs: list[RunRef], init_keys: jax.Array) -> Drawn:
         first.init.check_labels(ys[i], first.model.width, refs[i].index)
     X, y = (Xs[0], ys[0]) if shared else (Xs, ys)
     return Drawn(X, y, _initial_networks(first, init_keys, X, y, shared))
+
+
+def _draw_population(refs: list[RunRef], data_keys: jax.Array, init_keys: jax.Array) -> Drawn:
+    """The population of ``refs`` (one teacher and covariance for the batch, docs/math.md §11),
+    no samples, and the initial networks. Runs whose data seeds draw different teachers (the
+    'gaussian' scheme) cannot share a batch: ValueError naming the seeds."""
+    first = refs[0].experiment
+    d = first.input_dim
+    by_key = {}
+    for r, k in zip(refs, np.asarray(data_keys), strict=True):
+        by_key.setdefault(k.tobytes(), (r, first.data.population_inputs(k)))
+    (r0, (b, V, chol)), *others = by_key.values()
+    for r, (b1, V1, _) in others:
+        if not (np.array_equal(b, b1) and np.array_equal(V, V1)):
+            raise ValueError(f"data.seed: runs trained in one batch share one teacher, but the "
+                             f"{first.data.teacher!r} teachers of data seeds {r0.experiment.seed} "
+                             f"and {r.experiment.seed} differ; give data.seed")
+    X, y = np.zeros((0, d)), np.zeros(0)
+    return Drawn(X, y, _initial_networks(first, init_keys, X, y, True), PopulationInputs(b, V, chol))
 
 
 def to_dataset(batch: BatchInputs, result: EngineResult) -> xr.Dataset:
@@ -332,7 +367,13 @@ def to_dataset(batch: BatchInputs, result: EngineResult) -> xr.Dataset:
 
 
 def batch_data(batch: BatchInputs) -> xr.Dataset:
-    """The training data of a prepared batch as a Dataset (shared data: no run dimension)."""
+    """The training data of a prepared batch as a Dataset (shared data: no run dimension); the
+    population's teacher (``teacher_b``, ``teacher_V``) and covariance factor
+    (``covariance_chol``, absent for the identity) instead of samples."""
+    if batch.population is not None:
+        b, V, chol = batch.population
+        ds = xr.Dataset({"teacher_b": (("teacher",), b), "teacher_V": (("teacher", "dim"), V)})
+        return ds if chol is None else ds.assign(covariance_chol=(("dim", "dim_in"), chol))
     if batch.X.ndim == 2:
         return xr.Dataset({"X": (("sample", "dim"), batch.X), "y": (("sample",), batch.y)})
     return xr.Dataset({"X": (("run", "sample", "dim"), batch.X),

@@ -44,7 +44,13 @@ from shallowflow.runtime.executors import Executor, LocalExecutor, StepCallback,
 from shallowflow.runtime.progress import make_progress
 from shallowflow.training.batch_run import run_batch
 from shallowflow.training.batch_store import BatchStore
-from shallowflow.training.batches import RunRef, batch_data, prepare_batch, static_signature
+from shallowflow.training.batches import (
+    DATA_VARIABLES,
+    RunRef,
+    batch_data,
+    prepare_batch,
+    static_signature,
+)
 from shallowflow.training.certificates import DEFAULT_PRECISION, Precision
 from shallowflow.training.preflight import check_memory, estimate, file_size
 
@@ -317,7 +323,7 @@ def _assemble(parts: list[tuple[int, xr.Dataset]]) -> xr.Dataset:
     if len(dss) == 1:
         out = dss[0]
     else:
-        shared = [v for v in ("X", "y") if v in dss[0] and "run" not in dss[0][v].dims]
+        shared = [v for v in DATA_VARIABLES if v in dss[0] and "run" not in dss[0][v].dims]
         out = xr.concat([d.drop_vars(shared) for d in dss], dim="run",
                         data_vars="minimal", coords="minimal", compat="override",
                         combine_attrs="override")

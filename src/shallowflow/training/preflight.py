@@ -9,7 +9,8 @@ upper bound: linear + geometric + explicit points), S steps and b bytes per numb
                               + R x results per run [its file's image, built in memory]
     results per run         ~ b (T s + 4 p d + 2 p) (+ b n (d + 1) per-run data)
     a results file          ~ its runs' results + 8 n (d + 1) [shared data] + 64 KiB [headers]
-    arithmetic              ~ 4 n d p S flops per run (x 7 with the step-size certificate)
+    arithmetic              ~ 4 n d p S flops per run (x 7 with the step-size certificate); on
+                            the population 4 (p + k)^2 d S (``step_flops`` of the data kind)
 
 where s is the number of values a record holds per run (the recorded probes' sizes). The memory
 needed is the sum of the largest working sets of the batches trained at once
@@ -71,7 +72,7 @@ def record_size(exp: Experiment) -> int:
     """Numbers one record holds for one run: the recorded probes' sizes."""
     size = {"neuron": exp.model.width, "dim": exp.input_dim, "sample": exp.data.n_samples,
             **{dim: len(labels) for dim, labels in DIM_LABELS.items()}}
-    probes = list(exp.record.probes) + (["W"] if exp.record.snapshots else [])
+    probes = exp.probes
     return sum(math.prod(size[d] for d in PROBES[p].dims) for p in probes if p in PROBES)
 
 
@@ -117,9 +118,9 @@ def estimate(jobs: Sequence[tuple[Experiment, int]], max_batch: int = 4096,
         planned += runs * PLAN_BYTES_PER_RUN
         disk += runs * per_run + shared + FILE_BYTES * -(-runs // R)  # a file per batch
         reruns = 2 ** (exp.train.step_certificate + 1) - 1  # the run, then at lr/2 (2x), lr/4 (4x)
-        flops += 4.0 * n * d * p * steps * runs * reruns
+        flops += exp.data.step_flops(d, p) * steps * runs * reruns
         sampled = min(exp.train.precision_certificate, R) * -(-runs // R)  # float64 reruns
-        flops += 4.0 * n * d * p * steps * sampled
+        flops += exp.data.step_flops(d, p) * steps * sampled
     in_flight = sum(heapq.nlargest(IN_FLIGHT, workings))  # the batches trained at once
     return Estimate(RUNTIME_BYTES + planned + in_flight + (2 * held if hold else 0), disk, flops)
 
