@@ -26,3 +26,10 @@ bench: $(STAMP)
 
 clean:
 	rm -rf runs .pytest_cache build *.egg-info src/*.egg-info
+
+# The wheel and the sdist a user installs, into dist/ (tests/test_wheel.py installs the wheel into
+# a fresh environment and runs it outside the repository).
+.PHONY: wheel
+wheel: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist
