@@ -35,4 +35,11 @@ bench: $(STAMP)
 	$(BIN)/python bench/run_all.py
 
 clean:
-	rm -rf runs site .pytest_cache build *.egg-info src/*.egg-info
+	rm -rf runs site dist .pytest_cache build *.egg-info src/*.egg-info
+
+# The wheel and the sdist a user installs, into dist/ (tests/test_wheel.py installs the wheel into
+# a fresh environment and runs it outside the repository).
+.PHONY: wheel
+wheel: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist

@@ -66,6 +66,8 @@ def check_reproduction_folder(folder, ids=None):
         assert (folder / png).is_file() and (folder / png).stat().st_size > 10_000
     for name in ("params.json", "provenance.json"):
         assert (folder / name).is_file()
+    reproduction = json.loads((folder / "params.json").read_text())["reproduction"]
+    assert "## Cite" in report and f"`shallowflow cite {reproduction}`" in report
     return {c["id"]: c for c in claims}, report
 
 

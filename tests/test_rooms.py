@@ -23,7 +23,7 @@ LEVELS = {
 """The rooms from the bottom up: a module may import its own room and the rooms below it.
 Ground is the package root and the loose modules that everything stands on; the front doors
 are the loose modules a user calls (they may import anything)."""
-GROUND = {"shallowflow", "errors", "machine", "precision", "store"}
+GROUND = {"shallowflow", "errors", "machine", "precision", "store", "citations"}
 FRONT = {"runner", "sweep", "demo"}
 MAX_LOOSE = 8
 MAX_LINES = 500

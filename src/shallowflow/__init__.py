@@ -32,7 +32,7 @@ from typing import Any
 
 from shallowflow.precision import enable_full_precision
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the one place: pyproject.toml reads it, `shallowflow --version` prints it
 
 _PUBLIC = {
     "Experiment": "shallowflow.config:Experiment",

@@ -1,5 +1,5 @@
 """The command line: ``shallowflow run | certify | sweep | reproduce | plot | animate | demo |
-list | bench``.
+list | example | cite | bench`` (``example`` and ``cite``: :mod:`shallowflow.cli.handouts`).
 
 Every command checks what it can before any work and reports a problem a user can cause as one
 line per problem, ``error: <field or file>: <problem> (got <value>); <what is allowed>``, exit
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 from rich.markup import escape
 
+from shallowflow.cli.handouts import cite, example, examples
 from shallowflow.cli.process import (
     Commands,
     fail,
@@ -42,8 +43,18 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="Simulate, measure and predict how one-hidden-layer ReLU networks learn.")
 
 
+def _version(shown: bool) -> None:
+    if shown:
+        from shallowflow import __version__
+
+        out.print(f"shallowflow {__version__}", highlight=False)
+        raise typer.Exit()
+
+
 @app.callback()
-def _main(ctx: typer.Context) -> None:
+def _main(ctx: typer.Context, version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True, help="print the version and exit")]
+        = False) -> None:
     """Simulate, measure and predict how one-hidden-layer ReLU networks learn."""
     from shallowflow import enable_full_precision
     from shallowflow.runtime import compile_cache
@@ -397,10 +408,8 @@ def list_() -> None:
     out.print("[bold]reproductions:[/] (shallowflow reproduce NAME --preset quick|paper)")
     for rep in catalogue().values():
         out.print(f"  {rep.name:16s} {rep.title}", highlight=False)
-    examples = Path.cwd() / "examples"
-    if examples.is_dir():
-        out.print("[bold]examples:[/] " + ", ".join(sorted(f.name for f in
-                                                              examples.glob("*.toml"))))
+    out.print("[bold]examples:[/] (shallowflow example NAME --out FILE) "
+              + ", ".join(examples()), highlight=False)
 
 
 @app.command(name="bench")
@@ -427,6 +436,10 @@ def bench_(
         console.print("[bold yellow]interrupted:[/] the benchmarks finished so far are in their "
                       "JSON files", highlight=False)
         raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+app.command(name="example")(example)
+app.command(name="cite")(cite)
 
 
 def main() -> None:

@@ -9,6 +9,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from shallowflow.citations import SOFTWARE, reproduction_keys
 from shallowflow.reproductions.claims import Claim
 
 DIGITS = 4
@@ -80,6 +81,16 @@ def _notes(claims: list[Claim]) -> list[str]:
                                                   for k, v in c.variants.items()))
         out += [f"- **{c.id}**", *(f"  - {' '.join(part.split())}" for part in parts)]
     return out
+
+
+def cite_section(name: str) -> tuple[str, str]:
+    """The report's "Cite" section: the BibTeX keys reproduction ``name`` rests on
+    (:func:`shallowflow.citations.reproduction_keys`), the software's, and the command that
+    prints their entries."""
+    keys = ", ".join(f"`{k}`" for k in reproduction_keys(name))
+    software = ", ".join(f"`{k}`" for k in SOFTWARE)
+    return ("Cite", f"This reproduction rests on {keys}; the software: {software}. "
+                    f"`shallowflow cite {name}` prints their BibTeX.")
 
 
 def render(title: str, summary: str, figures: list[tuple[str, str]], claims: list[Claim],

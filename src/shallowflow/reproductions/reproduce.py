@@ -77,7 +77,8 @@ def _finish(rep: Reproduction, folder: Path, ds: xr.Dataset, params: Params, pre
     values = params.model_dump(mode="json")
     write_text(folder / "claims.json", to_json(claims))
     text = report.render(f"{rep.name}: {rep.title}", rep.summary, listed, claims,
-                         rep.method(ds, params), preset, values, wall, precision)
+                         [*rep.method(ds, params), report.cite_section(rep.name)], preset,
+                         values, wall, precision)
     write_text(folder / "report.md", text)
     write_text(folder / "params.json", json.dumps({"reproduction": rep.name, "preset": preset,
                                                    "params": values, "wall_s": wall,
