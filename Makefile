@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DOCS_STAMP := $(VENV)/.docs-installed
 
-.PHONY: demo test lint bench clean install docs
+.PHONY: demo test test-all lint bench clean install docs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,11 @@ demo: $(STAMP)
 	$(BIN)/shallowflow demo --out runs/demo --overwrite
 
 test: $(STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/python -m pytest -n auto -m "not heavy"
+
+# make test, and the many-process fault, cluster and wheel tests (tests marked heavy): what CI runs.
+test-all: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/python -m pytest -n auto
 

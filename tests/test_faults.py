@@ -16,6 +16,8 @@ import pytest
 
 from shallowflow.store import read_netcdf
 
+pytestmark = pytest.mark.heavy  # make test-all and CI (pyproject.toml markers)
+
 EXE = shutil.which("shallowflow") or str(Path(sys.executable).parent / "shallowflow")
 
 EXP = """name = "slow"

@@ -11,6 +11,8 @@ import pytest
 from shallowflow.runtime.executors import DaskExecutor
 from shallowflow.sweep import load_batches, run_sweep, sweep_from_mapping
 
+pytestmark = pytest.mark.heavy  # make test-all and CI (pyproject.toml markers)
+
 pytest.importorskip("dask.distributed")
 
 SWEEP = {

@@ -29,6 +29,8 @@ from shallowflow import __version__
 from shallowflow.cli.commands import app
 from shallowflow.config import tomllib
 
+pytestmark = pytest.mark.heavy  # make test-all and CI (pyproject.toml markers)
+
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ("pyproject.toml", "README.md", "LICENSE", "src", "examples")
 """What the build reads (the package, its metadata, the examples the package links to)."""
