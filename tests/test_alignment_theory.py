@@ -325,15 +325,36 @@ def test_alignment_cosines_against_loops():
             assert got[key + "_max"][r] == pytest.approx(max(cs))
 
 
-def test_stable_rank_and_spectral_norm_against_svd():
-    W = RNG.standard_normal((4, 6, 10))
-    W[1] = np.outer(RNG.standard_normal(6), RNG.standard_normal(10))  # rank one
+def _svd_reference(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """||W||_2^2 and ||W||_F^2 / ||W||_2^2 per matrix from numpy's SVD (NaN where W = 0)."""
     s = np.linalg.svd(W, compute_uv=False)
-    np.testing.assert_allclose(measures.spectral_norm_sq(W), s[:, 0] ** 2, rtol=1e-12)
-    np.testing.assert_allclose(measures.stable_rank(W), np.sum(s ** 2, axis=1) / s[:, 0] ** 2, rtol=1e-12)
-    assert measures.stable_rank(W[1]) == pytest.approx(1.0)
+    top = s[..., 0] ** 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return top, np.where(top > 0, np.sum(s**2, axis=-1) / top, np.nan)
+
+
+@pytest.mark.parametrize("shape", [(6, 10), (10, 6), (12, 200), (7, 7)])
+def test_stable_rank_and_spectral_norm_against_svd(shape):
+    """Wide, tall and square stacks: full rank, rank one, rank two, a zero matrix, and entries
+    of 1e-150 and 1e150 (where a Gram matrix of the raw entries would underflow or overflow)."""
+    m, k = shape
+    W = RNG.standard_normal((7, m, k))
+    W[1] = np.outer(RNG.standard_normal(m), RNG.standard_normal(k))  # rank one
+    W[2] = RNG.standard_normal((m, 2)) @ RNG.standard_normal((2, k))  # rank two
+    W[3] = 0.0
+    W[4] *= 1e-150
+    W[5] *= 1e150
+    top, rank = _svd_reference(W)
+    np.testing.assert_allclose(measures.spectral_norm_sq(W), top, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(measures.stable_rank(W), rank, rtol=1e-12, atol=0)  # NaN at W[3]
+    np.testing.assert_allclose(measures.stable_rank(W, top), rank, rtol=1e-12, atol=0)
+    assert measures.spectral_norm_sq(W[3]) == 0.0 and math.isnan(measures.stable_rank(W[3]))
+    assert measures.stable_rank(W[1]) == pytest.approx(1.0, rel=1e-12)
+    for r in range(len(W)):  # one matrix at a time: floats, the same numbers
+        assert measures.spectral_norm_sq(W[r]) == pytest.approx(float(top[r]), rel=1e-12, abs=0)
     assert measures.stable_rank(np.linalg.norm(W[0], ord="fro") * np.eye(5)) == pytest.approx(5.0)
     assert math.isnan(measures.stable_rank(np.zeros((3, 2))))
+    assert np.shape(measures.spectral_norm_sq(np.zeros((4, 0, 3)))) == (4,)
 
 
 def test_changes_by_hand():

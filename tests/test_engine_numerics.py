@@ -351,14 +351,14 @@ def test_blocked_segments_copy_no_batch_data(monkeypatch):
     solve(CFG6, nets, X, y, saveat=SaveAt(record_schedule(20, every=5)),
              options=EngineOptions(threads=2))  # shards of 2 runs
     assert len(calls) >= 2
-    for _, _, _, _, _, _, inputs, *_ in calls:  # every shard's segments get its runs' X^T
+    for _, _, _, _, _, _, _, inputs, *_ in calls:  # every shard's segments get its runs' X^T
         assert inputs.X.shape == (2, n, d)
         np.testing.assert_array_equal(np.asarray(inputs.Xt),
                                       np.asarray(inputs.X).transpose(0, 2, 1))
     calls.clear()
     solve(CFG6, nets, X, y, saveat=SaveAt(record_schedule(20, every=5)), options=EngineOptions(threads=1))
     cfg, block, *args = calls[-1]
-    inputs = args[4]
+    inputs = args[5]  # (step0, state, targets, count, measured, inputs, ...)
     assert block == 1 and inputs.Xt is not None
     np.testing.assert_array_equal(np.asarray(inputs.Xt), X.transpose(0, 2, 1))
     hlo = blocked.lower(cfg, block, *args).compile().as_text()

@@ -87,6 +87,24 @@ def test_bad_exact_dynamics_settings(over, message):
         experiment_from_mapping(spec(**over))
 
 
+@pytest.mark.parametrize(("value", "skip", "message"), [
+    (100, "off", "dead_check_every: looks for dead neurons to skip; needs train.skip_dead"),
+    (0, "auto", "dead_check_every"),
+    (True, "auto", "dead_check_every"),
+    (10.5, "on", "dead_check_every"),
+    ("100", "on", "dead_check_every"),
+])
+def test_dead_check_every_is_validated(value, skip, message):
+    """train.dead_check_every: a positive whole number (strict: no bool, float or text), and
+    only where dead neurons are skipped; each problem is one error line."""
+    with pytest.raises(ConfigError, match=message) as err:
+        experiment_from_mapping(spec(train__dead_check_every=value, train__skip_dead=skip))
+    assert len(str(err.value).splitlines()) == 1, str(err.value)
+    exp = experiment_from_mapping(spec(train__dead_check_every=100, train__skip_dead=skip
+                                       if skip != "off" else "auto"))
+    assert exp.train.dead_check_every == 100
+
+
 def test_given_init_shape_is_checked(tmp_path):
     np.savez(tmp_path / "net.npz", a=np.ones(3), W=np.ones((3, 6)))
     with pytest.raises(ConfigError, match=r"\(width, d\) = \(4, 6\)"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from shallowflow.analysis.fits import (
     bootstrap_slope,
@@ -70,6 +71,24 @@ def test_bootstrap_slope_of_a_noisy_power_law():
               (1000.0, 1250, 1500, 1750, 2000)}
     slope, (lo, hi) = bootstrap_slope(groups, resamples=500)
     assert lo < -0.5 < hi and lo < slope < hi and hi - lo < 0.3
+
+
+@pytest.mark.parametrize("statistic", [np.mean, np.median])
+def test_bootstrap_slope_against_a_loop_of_fits(statistic):
+    """The resamples' slopes at once equal a loop drawing each resample with rng.choice (one
+    x after another) and fitting it with np.polyfit, to rounding."""
+    rng = np.random.default_rng(3)
+    groups = {x: np.exp(rng.standard_normal(k)) * x**0.7 for x, k in ((1.0, 3), (2.0, 9),
+                                                                     (5.0, 4), (11.0, 17))}
+    draw = np.random.default_rng(7)
+    boot = []
+    for _ in range(300):
+        stats = [statistic(draw.choice(groups[x], len(groups[x]))) for x in sorted(groups)]
+        boot.append(np.polyfit(np.log(sorted(groups)), np.log(stats), 1)[0])
+    slope, (lo, hi) = bootstrap_slope(groups, statistic, resamples=300, seed=7)
+    assert slope == pytest.approx(np.polyfit(np.log(sorted(groups)), np.log(
+        [statistic(groups[x]) for x in sorted(groups)]), 1)[0], rel=1e-12)
+    np.testing.assert_allclose([lo, hi], np.quantile(boot, [0.025, 0.975]), rtol=1e-12)
 
 
 def test_decreasing_threshold_is_the_mirror_image():

@@ -218,3 +218,73 @@ def test_never_narrowed_where_dead_neurons_move(kind):
                    options=EngineOptions(skip_dead="on"),
                    log_lambda=np.zeros(2) if kind == "lognorm" else None)
     assert set(res.widths) == {20}
+
+
+def test_check_steps():
+    """Powers of two below the budget, or every k steps below it; never 0 or the budget."""
+    np.testing.assert_array_equal(live.check_steps(100), [1, 2, 4, 8, 16, 32, 64])
+    np.testing.assert_array_equal(live.check_steps(64), [1, 2, 4, 8, 16, 32])
+    np.testing.assert_array_equal(live.check_steps(1000, 300), [300, 600, 900])
+    np.testing.assert_array_equal(live.check_steps(900, 300), [300, 600])
+    for total in (0, 1):
+        assert live.check_steps(total).size == 0 and live.check_steps(total, 5).size == 0
+    with pytest.raises(ValueError, match="dead_check_every"):
+        EngineOptions(dead_check_every=0)
+
+
+@pytest.mark.parametrize("every", [None, 700])
+def test_run_recorded_at_start_and_end_narrows_later(every):
+    """Records at steps 0 and T only: the driver still looks for dead neurons on its own
+    schedule, so the step narrows after step 0 as neurons die in the alignment phase; the end
+    state and both records equal the full step's to rounding, the dead neurons never moved,
+    and the statuses (a gradient stop tested at record points only) are the same."""
+    R, p, steps = 2, 60, 4000
+    net0 = balanced(R, p, 2, 1e-3, seed=8)  # about 45 % live at first, 25 % after the alignment
+    cfg = EngineConfig(lr=0.05, probes=("loss", "a", "W"))
+    kw = {"saveat": SaveAt(np.array([0, steps])), "stop": StopWhen(grad=np.full(R, 1e-3))}
+    on = solve(cfg, net0, THREE_X, THREE_Y, **kw,
+               options=EngineOptions(skip_dead="on", dead_check_every=every))
+    off = solve(cfg, net0, THREE_X, THREE_Y, **kw, options=EngineOptions(skip_dead="off"))
+    assert set(off.widths) == {p} and len(off.widths) == 1  # one segment: no check steps
+    assert len(on.widths) > 2 and min(on.widths[1:]) < on.widths[0], on.widths
+    dead_end = dead_at(np.asarray(off.final.W), THREE_X)
+    assert dead_end.sum(axis=1).min() > dead_at(np.asarray(net0.W), THREE_X).sum(axis=1).max()
+    for name in ("loss", "a", "W"):
+        ref = off.records[name]
+        np.testing.assert_allclose(on.records[name], ref, rtol=1e-12,
+                                   atol=1e-14 * np.abs(ref).max(), err_msg=name)
+    np.testing.assert_allclose(on.final.W, off.final.W, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(on.final.a, off.final.a, rtol=1e-12, atol=1e-14)
+    for name in off.status:
+        np.testing.assert_array_equal(on.status[name], off.status[name], err_msg=name)
+    dead0 = dead_at(np.asarray(net0.W), THREE_X)
+    for res in (on, off):  # dead for good: the neurons dead at the start never moved
+        np.testing.assert_array_equal(res.final.W[dead0], np.asarray(net0.W)[dead0])
+        np.testing.assert_array_equal(res.final.a[dead0], np.asarray(net0.a)[dead0])
+    for r in range(R):  # and both follow a plain numpy GD loop
+        a, W = numpy_gd(net0.a[r], net0.W[r], THREE_X, THREE_Y, 0.05, steps)
+        np.testing.assert_allclose(on.final.a[r], a, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(on.final.W[r], W, rtol=0, atol=1e-10)
+
+
+def test_check_steps_are_no_record_points():
+    """Check steps change no step and test no stop rule: with dead neurons skipped (skip_dead
+    "on", checks every 50th step) or not (no check steps at all), records and ends agree to
+    rounding, and a gradient stop whose threshold the runs pass before the first check step ends
+    them at the first record point after step 0 (1000) in both, not at a check step."""
+    R, p, steps = 2, 40, 3000
+    net0 = balanced(R, p, 2, 0.3, seed=11)
+    cfg = EngineConfig(lr=0.05, probes=("loss",))
+    sched = record_schedule(steps, every=1000)
+    stop = StopWhen(grad=np.full(R, 1.0))  # passed long before the first record after 0
+    runs = [solve(cfg, net0, THREE_X, THREE_Y, saveat=SaveAt(sched), stop=stop,
+                  options=EngineOptions(skip_dead=s, dead_check_every=e))
+            for s, e in (("on", 50), ("off", None))]
+    np.testing.assert_array_equal(runs[0].status["end_step"], [1000] * R)
+    np.testing.assert_array_equal(runs[0].status["stop_reason"], ["gradient"] * R)
+    for name in runs[1].status:
+        np.testing.assert_array_equal(runs[0].status[name], runs[1].status[name], err_msg=name)
+    np.testing.assert_allclose(runs[0].records["loss"], runs[1].records["loss"], rtol=1e-12)
+    # segments end at each check step 50, 100, ..., 950 and at the record 1000, where every
+    # run has stopped: 20 segments, against 1 without checks (0..1000; then all are frozen)
+    assert len(runs[0].widths) == 20 and len(runs[1].widths) == 1

@@ -43,7 +43,7 @@ def test_checks_are_reported_apart_and_sources_are_named():
     claims = [Claim("a", "counted", 1.0, 1.0, "reproduced", source=printed("Fig. 2")),
               Claim("b", "by construction", 1.0, 1.0, "reproduced", role="check",
                     source=threshold("the project's rule"))]
-    text = render("T", "s", [], claims, [], "quick", {}, 1.0, "float64")
+    text = render("T", "s", [], claims, [], "quick", {}, "float64")
     counted, checks = text.split("## Checks")
     assert "**a**" in counted and "**b**" not in counted and "**b**" in checks
     assert "Reference (printed): Fig. 2" in text and "Reference (threshold)" in text

@@ -126,8 +126,11 @@ PAPERS: dict[str, tuple[str, ...]] = {
     "bf": ("boursier2025early",),
     "town": ("town2026mildly",),
     "mmv": ("min2024early",),
+    "safran": ("safran2018spurious", "safran2021effects"),
+    "population": ("safran2018spurious", "safran2021effects"),
 }
-"""The paper a reproduction follows, by the prefix of its name (``dana-fig2`` -> ``dana``)."""
+"""The paper a reproduction follows, by the prefix of its name (``dana-fig2`` -> ``dana``); a
+prefix of no paper (a user's own reproduction) rests on the software alone."""
 
 EXTRA: dict[str, tuple[str, ...]] = {
     "mmv-fig5": ("lecun1998gradient",),
@@ -149,8 +152,8 @@ FEATURES: dict[str, tuple[str, tuple[str, ...]]] = {
 
 def reproduction_keys(name: str) -> tuple[str, ...]:
     """The entries reproduction ``name`` rests on beyond the software: its paper (by the
-    prefix of its name) and :data:`EXTRA`; a ``KeyError`` for a prefix of no paper."""
-    return PAPERS[name.split("-")[0]] + EXTRA.get(name, ())
+    prefix of its name) and :data:`EXTRA`; none for a prefix of no paper."""
+    return PAPERS.get(name.split("-")[0], ()) + EXTRA.get(name, ())
 
 
 def keys_for(name: str | None) -> tuple[str, ...]:

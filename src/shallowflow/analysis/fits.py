@@ -179,17 +179,27 @@ def bootstrap_slope(groups: Mapping[float, Sequence[float]],
                     resamples: int = 2000, level: float = 0.95,
                     seed: int = 0) -> tuple[float, tuple[float, float]]:
     """Log-log slope of ``statistic`` of the runs at each x, and a percentile bootstrap
-    interval from resampling the runs (with replacement) independently at every x."""
+    interval from resampling the runs (with replacement) independently at every x.
+
+    ``statistic(values, axis=-1)`` reduces the last axis (np.mean, np.median). The resamples
+    are drawn one after another, each x in turn (the stream of one ``rng.choice`` per x and
+    resample); their statistics and least-squares slopes, sum (u - ū)(w - w̄) / sum (u - ū)²
+    with u = log x and w = log statistic, are then computed for all resamples at once."""
     xs = np.array(sorted(groups), float)
     vals = [np.asarray(groups[x], float) for x in sorted(groups)]
     vals = [v[np.isfinite(v) & (v > 0)] for v in vals]
     if any(len(v) == 0 for v in vals) or len(xs) < 2:
         return float("nan"), (float("nan"), float("nan"))
-    slope = loglog_slope(xs, [statistic(v) for v in vals])
+    slope = loglog_slope(xs, [statistic(v, axis=-1) for v in vals])
     rng = np.random.default_rng(seed)
-    boot = np.empty(resamples)
+    picks = [np.empty((resamples, len(v)), np.int64) for v in vals]
     for b in range(resamples):
-        boot[b] = loglog_slope(xs, [statistic(rng.choice(v, len(v))) for v in vals])
+        for v, pick in zip(vals, picks, strict=True):
+            pick[b] = rng.integers(0, len(v), len(v))  # = rng.choice(v, len(v)) on the indices
+    w = np.log(np.stack([statistic(v[pick], axis=-1) for v, pick in zip(vals, picks, strict=True)],
+                        axis=-1))  # (resamples, x)
+    u = np.log(xs) - np.mean(np.log(xs))
+    boot = (w - w.mean(axis=-1, keepdims=True)) @ u / (u @ u)
     lo, hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
     return slope, (float(lo), float(hi))
 

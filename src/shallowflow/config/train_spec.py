@@ -40,6 +40,9 @@ class TrainSpec(StrictModel):
         "auto", description="step only the neurons active on some sample; dead ReLU neurons keep "
         "their parameters exactly (docs/math.md §0.3; results equal to rounding; auto: when it "
         "pays)")
+    dead_check_every: int | None = Field(
+        None, ge=1, description="train.skip_dead: look for dead neurons every this many steps "
+        "besides the record points (None: at steps 1, 2, 4, 8, ...; docs/math.md §0.3)")
     parametrisation: Literal["auto", "plain", "lognorm"] = Field(
         "auto", description="lognorm: the log-norm parametrisation (auto: when lambda^2 underflows)")
     balance: Literal["free", "tied"] = Field(
@@ -96,6 +99,9 @@ class TrainSpec(StrictModel):
                              f"train.dtype = 'float32' (got {shown(self.dtype)})")
         if self.precision_certificate_tol is not None and self.precision_certificate == 0:
             raise ValueError("precision_certificate_tol: needs train.precision_certificate >= 1")
+        if self.dead_check_every is not None and self.skip_dead == "off":
+            raise ValueError(f"dead_check_every: looks for dead neurons to skip; needs "
+                             f"train.skip_dead 'auto' or 'on' (got {shown(self.skip_dead)})")
         if self.optimizer == "sgd" and self.onedim == "on":
             raise ValueError("onedim: 'on' needs full-batch GD, not sgd")
         if self.second_layer_rate != 1.0 and self.balance == "tied":

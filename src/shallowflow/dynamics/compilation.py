@@ -73,7 +73,8 @@ def _unblocks(tree, axis_of: Callable[[Array], int]):
 
 
 def _segment_blocked(cfg: EngineConfig, block: int, step0: Array, state: EngineState,
-                     targets: Array, count: Array, inputs: DiagonalInputs | PerRunInputs,
+                     targets: Array, count: Array, measured: Array,
+                     inputs: DiagonalInputs | PerRunInputs,
                      y: Array, stop: Stop, keys: Array, ref: Reference,
                      neurons: Array | None = None):
     """The segment for blocks of ``block`` runs at a time, each block running the whole time
@@ -94,8 +95,8 @@ def _segment_blocked(cfg: EngineConfig, block: int, step0: Array, state: EngineS
         (st, stop, kk, rf, nn), ib, yb = args
         inp = ib if per_run_data else inputs
         yy = yb if per_run_data else y
-        _, st, rec = segment_body(cfg, step0, st, targets, count, inp, yy, stop, kk, rf, nn,
-                                  unroll)
+        _, st, rec = segment_body(cfg, step0, st, targets, count, measured, inp, yy, stop, kk,
+                                  rf, nn, unroll)
         return st, rec
 
     st_b, rec_b = lax.map(one, (blocked, in_b, y_b))
@@ -237,11 +238,12 @@ def _is_elementwise(inputs: Inputs) -> bool:
 
 
 def segment(cfg: EngineConfig, step0: Array, state: EngineState, targets: Array, count: Array,
-            inputs: Inputs, y: Array, stop: Stop, keys: Array, ref: Reference,
+            measured: Array, inputs: Inputs, y: Array, stop: Stop, keys: Array, ref: Reference,
             neurons: Array | None = None):
     """Run a compiled segment, choosing XLA's CPU options (and run blocking) for the layout;
-    ``neurons`` (R, w): step only these (:mod:`~shallowflow.dynamics.live`)."""
-    args = (step0, state, targets, count, inputs, y, stop, keys, ref, neurons)
+    ``measured``: which targets are record points (:func:`~shallowflow.dynamics.step.
+    segment_body`); ``neurons`` (R, w): step only these (:mod:`~shallowflow.dynamics.live`)."""
+    args = (step0, state, targets, count, measured, inputs, y, stop, keys, ref, neurons)
     block = _block_size(inputs, stop.loss.shape[0], np.shape(ref.perp_sq)[1])
     if block > 0:
         no_ynn = _no_ynn_supported[0] and _is_elementwise(inputs)

@@ -79,17 +79,32 @@ class EngineResult:
 _live_neurons = jax.jit(live_neurons, static_argnums=0)
 
 
-def _chunks(schedule: np.ndarray, per_call: int, min_steps: int) -> list[np.ndarray]:
-    """Split record steps into segments of at most ``per_call`` records, closing a segment early
-    once it spans ``min_steps`` steps (so long runs report progress regularly)."""
+def _chunks(targets: np.ndarray, ends: np.ndarray, per_call: int,
+            min_steps: int) -> list[slice]:
+    """Split the segment targets into segments of at most ``per_call`` targets, closing a
+    segment early once it spans ``min_steps`` steps (so long runs report progress regularly)
+    and after every target where ``ends`` holds (a dead-neuron check step)."""
     chunks, start, prev = [], 0, 0
-    for i, s in enumerate(schedule):
-        if i - start + 1 >= per_call or s - prev >= min_steps:
-            chunks.append(schedule[start : i + 1])
+    for i, s in enumerate(targets):
+        if i - start + 1 >= per_call or s - prev >= min_steps or ends[i]:
+            chunks.append(slice(start, i + 1))
             start, prev = i + 1, s
-    if start < len(schedule):
-        chunks.append(schedule[start:])
+    if start < len(targets):
+        chunks.append(slice(start, len(targets)))
     return chunks
+
+
+def _targets(schedule: np.ndarray, options: EngineOptions, R: int, n: int,
+             p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The steps the segments advance to: the record points and the dead-neuron check steps
+    (:func:`~shallowflow.dynamics.live.check_steps`) where looking could pay (``live.worth``
+    at the full width); (targets, measured: a record point, ends: a check step)."""
+    total = int(schedule[-1])
+    checks = live.check_steps(total, options.dead_check_every)
+    checks = np.array([c for c in checks.tolist()
+                       if live.worth(options.skip_dead, R, n, total - c, p, 1)], np.int64)
+    targets = np.union1d(schedule, checks)
+    return targets, np.isin(targets, schedule), np.isin(targets, checks)
 
 
 def as_inputs(X: Array | np.ndarray | Inputs) -> Inputs:
@@ -175,7 +190,8 @@ def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs:
     ``deadline`` (``time.perf_counter()`` seconds) the running runs end at the last record step
     ("time"), and their remaining records are copies of it, as for any frozen run.
     ``options.skip_dead``: before each segment, let the dead neurons leave the step loop
-    (:func:`shallowflow.dynamics.live.choose`). Time spent waiting for a core slot
+    (:func:`shallowflow.dynamics.live.choose`); segments also end at the check steps
+    (:func:`_targets`), where nothing is recorded, stopped or compacted. Time spent waiting for a core slot
     (:func:`~shallowflow.dynamics.compilation.core_slots`) does not count against ``deadline``.
     After each segment ``cancel`` is checked, then ``progress`` advanced (it was started)."""
     R = stop.loss.shape[0]
@@ -199,7 +215,9 @@ def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs:
         cancel.check()
         progress.advance(steps - progress.done)
 
-    for index, chunk in enumerate(_chunks(schedule, per_call, max(1, total // 50))):
+    targets, measured, ends = _targets(schedule, options, R, inputs.n, p)
+    for index, cut in enumerate(_chunks(targets, ends, per_call, max(1, total // 50))):
+        chunk, flags = targets[cut], measured[cut]
         left = total - int(step)
         # count the live neurons only if even the narrowest width could pay
         if live.worth(skip_dead, len(current), cur_inputs.n, left, width, 1):
@@ -209,6 +227,7 @@ def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs:
                 neurons, width = to_device(idx), idx.shape[1]
         widths.append(width)
         padded = np.concatenate([chunk, np.full(per_call - len(chunk), chunk[-1], np.int64)])
+        records = np.concatenate([flags, np.zeros(per_call - len(chunk), bool)])
         first_step, asked = int(step), time.perf_counter()
         # one compiled segment per core at a time, whatever the batches; a shard's first segment,
         # which compiles its program, runs beside them (compiling takes one core)
@@ -216,17 +235,20 @@ def _run_segments(cfg: EngineConfig, state: EngineState, ref: Reference, inputs:
             t0 = time.perf_counter()
             waited += t0 - asked
             step, state, rec = segment(cfg, step, state, to_device(padded),
-                                       to_device(np.int64(len(chunk))), cur_inputs, cur_y,
-                                       cur_stop, cur_keys, ref, neurons)
-            part = {k: np.asarray(v)[: len(chunk)] for k, v in rec.items()}
+                                       to_device(np.int64(len(chunk))), to_device(records),
+                                       cur_inputs, cur_y, cur_stop, cur_keys, ref, neurons)
+            part = {k: np.asarray(v)[: len(chunk)][flags] for k, v in rec.items()}
         if index > 0 and int(chunk[-1]) > first_step:
             per_run_step = (time.perf_counter() - t0) / ((int(chunk[-1]) - first_step) * len(current))
-        if len(current) < R:
-            part = rb.widen(part, last, current)
-        pieces.append(part)
-        last = {k: v[-1] for k, v in part.items()}
-        done += len(chunk)
+        if flags.any():
+            if len(current) < R:
+                part = rb.widen(part, last, current)
+            pieces.append(part)
+            last = {k: v[-1] for k, v in part.items()}
+            done += int(flags.sum())
         reached(int(chunk[-1]))
+        if not flags[-1]:  # a check step between records: the runs go on to the next record
+            continue
         if deadline is not None and done < len(schedule) and time.perf_counter() - waited > deadline:
             state = time_out(state, int(chunk[-1]))
         code = np.asarray(state.code)

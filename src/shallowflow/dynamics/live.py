@@ -10,6 +10,12 @@ in which the outputs' sums over neurons add their terms changes, so results agre
 not bit for bit; the choice depends only on the data and the configuration (never on timings),
 so a given batch always gives the same numbers.
 
+The driver looks for dead neurons before each compiled segment, and segments end at record
+points and at the steps of a schedule of their own (:func:`check_steps`: the powers of two by
+default, or every ``every`` steps), so a run recorded only at its start and end narrows too. A
+check step that is no record point only ends a segment: nothing is measured there, and the
+trajectory is the one without it.
+
 A parametrisation offers this when its step keeps a zero-gradient neuron's coordinates exactly
 (``Parametrisation.dead_stay_put``); with a leaky ReLU no neuron is dead.
 """
@@ -59,6 +65,19 @@ def choose(live: np.ndarray, width: int, steps_left: int, n: int,
         return None
     order = np.argsort(~live, axis=1, kind="stable")[:, :w]  # live first, each group in order
     return np.sort(order, axis=1).astype(np.int32)
+
+
+def check_steps(total: int, every: int | None = None) -> np.ndarray:
+    """The steps in (0, ``total``) after which the driver looks for dead neurons again, besides
+    the record points that end its segments: every ``every``-th step, or (None) the powers of
+    two 1, 2, 4, ..., log2(total) checks in all, each costing about one step (a gradient to list
+    the live neurons) and one more segment. A neuron that dies at step s then leaves the step
+    loop by step 2s at the latest."""
+    if every is None:
+        marks = 2 ** np.arange(max(int(total), 1).bit_length(), dtype=np.int64)
+    else:
+        marks = np.arange(every, max(int(total), 0), every, dtype=np.int64)
+    return marks[(marks > 0) & (marks < total)]
 
 
 def worth(setting: SkipDead, R: int, n: int, steps_left: int, width: int, w: int) -> bool:

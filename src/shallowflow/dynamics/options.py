@@ -79,21 +79,28 @@ class StopWhen:
 class EngineOptions:
     """How the engine runs a batch; results equal bit for bit unless said otherwise.
 
-    ``span``: train in the span basis of the data (:mod:`~shallowflow.dynamics.span`; X must be
-    an array; results equal to rounding). ``rebatch``: once at most half of the batch still
-    runs, continue with the running runs only (frozen runs' records are exact copies of their
-    last one; a new shape compiles once; :mod:`~shallowflow.dynamics.rebatch`). ``skip_dead``:
-    step only the neurons active on some sample, the dead ones keeping their parameters exactly
+    ``span``: train in the span basis of the data (:mod:`~shallowflow.dynamics.span`; X must be an
+    array; results equal to rounding). ``rebatch``: once at most half of the batch still runs,
+    continue with the running runs only (frozen runs' records are exact copies of their last one; a
+    new shape compiles once; :mod:`~shallowflow.dynamics.rebatch`). ``skip_dead``: step only the
+    neurons active on some sample, the dead ones keeping their parameters exactly
     (:mod:`~shallowflow.dynamics.live`; results equal to rounding; "auto": when it saves enough
-    work, "on": whenever possible, "off": never; only where the parametrisation keeps dead
-    neurons exactly and the activation is ReLU). ``threads``: shards of runs advanced side by
-    side, each in a thread of its own (None: one per core where runs are contracted in blocks of
-    a size fixed by the shapes, and the results are bit for bit those of one shard; else one;
+    work, "on": whenever possible, "off": never; only where the parametrisation keeps dead neurons
+    exactly and the activation is ReLU), looked for at each segment's start, segments ending at
+    record points and at :func:`~shallowflow.dynamics.live.check_steps` (``dead_check_every``: every
+    that many steps; None: the powers of two). ``threads``: shards of runs advanced side by side,
+    each in a thread of its own (None: one per core where runs are contracted in blocks of a size
+    fixed by the shapes, and the results are bit for bit those of one shard; else one;
     :func:`~shallowflow.dynamics.compilation.shards`). ``records_per_call``: record points per
     compiled segment (at most)."""
 
     span: bool = False
     rebatch: bool = True
     skip_dead: SkipDead = "auto"
+    dead_check_every: int | None = None
     threads: int | None = None
     records_per_call: int = 64
+
+    def __post_init__(self) -> None:
+        if self.dead_check_every is not None and not self.dead_check_every >= 1:
+            raise ValueError(f"dead_check_every: must be >= 1 or None, got {self.dead_check_every}")

@@ -166,11 +166,15 @@ def _guard(st: EngineState, step: Array) -> EngineState:
 
 
 def segment_body(cfg: EngineConfig, step0: Array, state: EngineState, targets: Array,
-                 count: Array, inputs: Inputs, y: Array, stop: Stop, keys: Array,
-                 ref: Reference, neurons: Array | None = None, unroll: int = 1):
-    """Advance all runs through the record steps ``targets[:count]``, measuring at each (the
-    rest of ``targets`` is padding to the compiled length: no steps and no probes there; their
-    records are zeros, which the caller drops). ``neurons`` (R, w): step only these neurons of
+                 count: Array, measured: Array, inputs: Inputs, y: Array, stop: Stop,
+                 keys: Array, ref: Reference, neurons: Array | None = None, unroll: int = 1):
+    """Advance all runs through the steps ``targets[:count]``, measuring at each record point,
+    where ``measured`` (bool, one per target) is true (the rest of ``targets`` is padding to the
+    compiled length: no steps and no probes there; their records are zeros, which the caller
+    drops). A target not measured is a step where the driver looks for dead neurons
+    (:mod:`~shallowflow.dynamics.live`): the runs step up to it and nothing else happens there
+    (no probes, stop tests or divergence guard; its record slot stays zero), so the trajectory is
+    the one without it, bit for bit. ``neurons`` (R, w): step only these neurons of
     each run, the others being dead (:mod:`~shallowflow.dynamics.live`); the probes read the
     whole network. ``unroll`` steps per loop iteration (then single steps to the target): on
     small problems each loop iteration's fixed cost (it copies the loop state) is comparable to
@@ -184,7 +188,12 @@ def segment_body(cfg: EngineConfig, step0: Array, state: EngineState, targets: A
         skips its remaining steps (they would leave every parameter as it is)."""
         return jnp.any(st.code == RUNNING)
 
-    def advance(carry, target):
+    def measured_point(st: EngineState, step: Array):
+        st, rec, loss = measure(_guard(st, step), step)
+        # the next backup: these parameters if their loss is finite; else keep the older ones
+        return st._replace(backup=select(jnp.isfinite(loss), st.params, st.backup)), rec
+
+    def advance(carry, target, record):
         def body(c):
             step, st, hint = c
             return step + 1, *_step(cfg, st, step, inputs, y, stop, keys, hint)
@@ -207,9 +216,7 @@ def segment_body(cfg: EngineConfig, step0: Array, state: EngineState, targets: A
         if neurons is not None:
             st = st._replace(params=live.scatter(full.params, st.params, neurons),
                              mask=live.scatter(full.mask, st.mask, neurons))
-        st, rec, loss = measure(_guard(st._replace(backup=full.backup), step), step)
-        # the next backup: these parameters if their loss is finite; else keep the older ones
-        st = st._replace(backup=select(jnp.isfinite(loss), st.params, st.backup))
+        st, rec = lax.cond(record, measured_point, passed, st._replace(backup=full.backup), step)
         return (step, st), rec
 
     # the records of the first `count` targets, in a loop of that many iterations: the padding
@@ -218,9 +225,12 @@ def segment_body(cfg: EngineConfig, step0: Array, state: EngineState, targets: A
     slots = jax.tree_util.tree_map(lambda s: jnp.zeros((targets.shape[0], *s.shape), s.dtype),
                                    shapes)
 
+    def passed(st: EngineState, step: Array):  # a dead-neuron check point: no record
+        return st, jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+
     def record_point(index, carry):
         step, st, out = carry
-        (step, st), rec = advance((step, st), targets[index])
+        (step, st), rec = advance((step, st), targets[index], measured[index])
         return step, st, jax.tree_util.tree_map(lambda o, r: o.at[index].set(r), out, rec)
 
     step, state, records = lax.fori_loop(0, count, record_point, (step0, state, slots))

@@ -57,10 +57,11 @@ Section = tuple[str, str]
 
 
 def run_time(ds: xr.Dataset, runs: bool = False) -> Section:
-    """The method section "Run time": the simulation's wall time (``simulate_wall_s`` in the
-    Dataset's attributes), with the number of runs when ``runs``."""
-    text = f"Simulation wall time {ds.attrs['simulate_wall_s']:.1f} s on this machine"
-    return ("Run time", f"{text} ({ds.sizes['run']} runs)." if runs else f"{text}.")
+    """A reproduction's note for the report's one "Run time" section, which
+    :func:`shallowflow.reproductions.reproduce.run_time_section` writes for every reproduction
+    (the wall time split into training, measures, figures and writing) and into which a method
+    section of this heading is folded: the number of runs trained when ``runs``, else nothing."""
+    return ("Run time", f"Runs trained: {ds.sizes['run']}." if runs else "")
 
 
 @dataclass(frozen=True)

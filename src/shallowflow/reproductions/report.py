@@ -94,10 +94,10 @@ def cite_section(name: str) -> tuple[str, str]:
 
 
 def render(title: str, summary: str, figures: list[tuple[str, str]], claims: list[Claim],
-           sections: list[tuple[str, str]], preset: str, params: dict, wall_s: float,
-           precision: str) -> str:
+           sections: list[tuple[str, str]], preset: str, params: dict, precision: str) -> str:
     """The Markdown report: summary, figures with captions, claims table (the counted claims,
-    then the checks), claim notes with each reference's source, further sections, the preset's
+    then the checks), claim notes with each reference's source, further sections (the run time
+    among them, :func:`shallowflow.reproductions.reproduce.run_time_section`), the preset's
     parameters and the precision the runs were trained in."""
     out = [f"# {title}", "", summary.strip(), ""]
     for path, caption in figures:
@@ -115,6 +115,6 @@ def render(title: str, summary: str, figures: list[tuple[str, str]], claims: lis
     for heading, text in sections:
         out += [f"## {heading}", "", text.strip(), ""]
     settings = ", ".join(f"{k} = {fmt(v)}" for k, v in params.items())
-    out += ["## Settings", "", f"Preset `{preset}`: {settings}. Wall time {wall_s:.1f} s.", "",
+    out += ["## Settings", "", f"Preset `{preset}`: {settings}.", "",
             f"Precision: {precision}", ""]
     return "\n".join(out)

@@ -159,10 +159,14 @@ class Phases:
         if self.enabled:
             console.print(f"{self.prefix}: {what}", highlight=False, markup=False)
 
-    def done(self, what: str) -> None:
-        """A line ``PREFIX: WHAT (S s)``; the clock starts again."""
-        self.say(f"{what} ({time.perf_counter() - self.clock:.1f} s)")
-        self.clock = time.perf_counter()
+    def done(self, what: str) -> float:
+        """A line ``PREFIX: WHAT (S s)``; the clock starts again. Returns S, the seconds since
+        the previous line (or since this object was made)."""
+        now = time.perf_counter()
+        seconds = now - self.clock
+        self.say(f"{what} ({seconds:.1f} s)")
+        self.clock = now
+        return seconds
 
     @contextlib.contextmanager
     def counting(self, what: str, total: int) -> Iterator[Callable[[], None]]:

@@ -32,10 +32,12 @@ def _run_engine(batch: BatchInputs, level: int = 0, progress: StepCallback | Non
     total)`` is called after each compiled segment, where ``cancel`` is checked too."""
     exp = batch.refs[0].experiment
     cfg = engine_config(exp, exp.train.lr / 2**level)
+    every = exp.train.dead_check_every  # at the same flow times in a rerun at lr / 2^level
     return solve(
         cfg, batch.net0, batch.inputs, batch.y, saveat=SaveAt(batch.schedule * 2**level),
         stop=StopWhen(loss=batch.stop_loss, grad=batch.stop_grad, seconds=exp.train.max_seconds),
-        options=EngineOptions(span=batch.span, skip_dead=exp.train.skip_dead),
+        options=EngineOptions(span=batch.span, skip_dead=exp.train.skip_dead,
+                              dead_check_every=None if every is None else every * 2**level),
         keys=batch.keys, log_lambda=batch.log_lambda, progress=Progress(report=progress),
         cancel=cancel)
 

@@ -25,9 +25,11 @@ batch is prepared.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
+import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -338,7 +340,9 @@ class Trainer:
     :func:`train_chains` (:meth:`chains`) bound to the caller's progress display,
     executor, ``force``, ``store`` (with the disk ``reserve`` its caller writes after training)
     and ``precision``; their other keyword arguments are passed through. It keeps the precision
-    certificates of every batch it trained (``distances``)."""
+    certificates of every batch it trained (``distances``) and the wall seconds of each of its
+    calls (``seconds``: what a reproduction's report counts as training, compilation, a resume's
+    reading of kept batches and a chain's own work between its steps included)."""
 
     show_progress: bool = True
     executor: Executor | None = None
@@ -348,6 +352,8 @@ class Trainer:
     reserve: float = 0.0
     distances: list[np.ndarray] = field(default_factory=list, compare=False)
     """The precision certificates (``precision_rel`` of every finished batch) so far."""
+    seconds: list[float] = field(default_factory=list, compare=False)
+    """The wall seconds of each call (:meth:`__call__`, :meth:`chains`) so far."""
 
     def _bound(self) -> dict[str, Any]:
         return {"show_progress": self.show_progress, "executor": self.executor,
@@ -358,12 +364,22 @@ class Trainer:
         if "precision_rel" in ds:
             self.distances.append(ds["precision_rel"].values)
 
+    @contextlib.contextmanager
+    def _timed(self) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds.append(time.perf_counter() - start)
+
     def __call__(self, experiments: Experiment | Sequence[Experiment],
                  **options: Any) -> list[xr.Dataset]:
-        return train(experiments, **self._bound(), **options)
+        with self._timed():
+            return train(experiments, **self._bound(), **options)
 
     def chains(self, chains: Sequence[Chain], **options: Any) -> list[Any]:
-        return train_chains(chains, **self._bound(), **options)
+        with self._timed():
+            return train_chains(chains, **self._bound(), **options)
 
 
 def trainer(show_progress: bool = True, executor: Executor | None = None,

@@ -160,8 +160,8 @@ def curve_measures(W: np.ndarray, a: np.ndarray, X: np.ndarray, y: np.ndarray) -
     xp, xm = al.class_directions(X, y)
     cos = measures.alignment_cosines(W, a, xp, xm)
     out = {f"cos_{k}": v for k, v in cos.items()}
-    out["stable_rank"] = np.asarray(measures.stable_rank(W))
     out["spectral_sq"] = np.asarray(measures.spectral_norm_sq(W))
+    out["stable_rank"] = np.asarray(measures.stable_rank(W, out["spectral_sq"]))
     out["frobenius_sq"] = np.sum(W * W, axis=(-2, -1))
     out["n_plus"] = np.sum(a > 0, axis=-1)
     out["cones"] = al.cone_counts(W, X, y, a)
