@@ -22,20 +22,29 @@ zero neuron where no escape was found is reported as "not twice differentiable")
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import xarray as xr
 
 from shallowflow.model.activations import RELU, Activation
 from shallowflow.model.network import Network
 from shallowflow.model.population import Teacher, population_gradient, population_hessian
+from shallowflow.model.run_attrs import RunAttrs
 from shallowflow.precision import float64
 from shallowflow.stationary.derivatives import as_network, neuron_index
 from shallowflow.stationary.escape import Extrema
 from shallowflow.stationary.spectrum import dense_spectrum, symmetry_modes
-from shallowflow.stationary.verdict import Tolerances, Verdict, _descends, _escape_at
+from shallowflow.stationary.verdict import (
+    Tolerances,
+    Verdict,
+    _descends,
+    _escape_at,
+    end_states,
+)
 
 
 class PopulationProblem(NamedTuple):
@@ -209,3 +218,21 @@ def hessian_spectra(a: np.ndarray, W: np.ndarray, prob: PopulationProblem,
                                    jnp.asarray(W[start:start + chunk])))
         out.append(np.linalg.eigvalsh(0.5 * (H + np.swapaxes(H, -1, -2))))
     return np.concatenate(out) if out else np.zeros((0, W.shape[1] * W.shape[2]))
+
+
+def population_end_states(ds: xr.Dataset, *, at: str | int = "final",
+                          tol: Tolerances = Tolerances(), floor: float = 0.0,
+                          runs: Sequence[int] | None = None,
+                          progress: Callable[[int, int], None] | None = None) -> xr.Dataset:
+    """The verdict of every run of a population results Dataset (its teacher ``teacher_b``,
+    ``teacher_V``, factor ``covariance_chol`` and the attributes ``kappa``, ``leak``,
+    ``second_layer_rate``), as :func:`~shallowflow.stationary.verdict.end_states` writes it
+    (docs/math.md §11.3): :func:`population_end_state` per run."""
+    attrs = RunAttrs.of(ds)
+    prob = population_problem(ds["teacher_b"].values, ds["teacher_V"].values,
+                              ds["covariance_chol"].values if "covariance_chol" in ds else None,
+                              attrs.kappa, Activation(attrs.leak), attrs.second_layer_rate != 0)
+    d = ds["teacher_V"].shape[-1]
+    return end_states(ds, np.zeros((0, d)), np.zeros(0), at=at, floor=floor, tol=tol,
+                      runs=runs, progress=progress,
+                      judge_network=lambda net: population_end_state(net, prob, floor, tol))
