@@ -239,8 +239,7 @@ def fit(ds: xr.Dataset, key: str, layer: str = "gaussian", subset: str = "all"
         ) -> tuple[float, tuple[float, float]]:
     """A stored slope and its interval."""
     at = {"layer": layer, "subset": subset, "measure": key}
-    return (float(ds.slope.sel(at)),
-            (float(ds.slope_lo.sel(at)), float(ds.slope_hi.sel(at))))
+    return float(ds.slope.sel(at)), (float(ds.slope_lo.sel(at)), float(ds.slope_hi.sel(at)))
 
 
 def slope_verdict(interval: tuple[float, float], paper: bool) -> str:
