@@ -40,6 +40,18 @@ steps = 5
 """A valid experiment that trains in a blink (the bad-input tests override one field of it)."""
 
 
+def changed(mapping: dict, **changes) -> dict:
+    """``mapping`` (a config as nested tables) with ``changes`` set: a key's tables are joined by
+    a double underscore (``train__lr=0.5`` sets ``mapping["train"]["lr"]``)."""
+    for dotted, value in changes.items():
+        *head, last = dotted.split("__")
+        node = mapping
+        for h in head:
+            node = node.setdefault(h, {})
+        node[last] = value
+    return mapping
+
+
 def check_reproduction_folder(folder, ids=None):
     """Checks every reproduction folder must pass: claims.json is a non-empty list of claims
     with all fields, a known verdict, a source of a known kind that says where, and a known role

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from conftest import changed
 from shallowflow.cli.commands import app
 from shallowflow.config import RENAMED, ConfigError, experiment_from_mapping, load_experiment
 from shallowflow.data import DataError, load_file, validate_dataset
@@ -21,13 +22,7 @@ def base(**changes):
         "init": {"scheme": "dpb"},
         "train": {"lr": 0.1, "steps": 5},
     }
-    for dotted, value in changes.items():
-        *head, last = dotted.split("__")
-        node = m
-        for h in head:
-            node = node.setdefault(h, {})
-        node[last] = value
-    return m
+    return changed(m, **changes)
 
 
 @pytest.mark.parametrize(

@@ -4,10 +4,10 @@ interval is drawn, not refused, and open bounds stay at the estimate."""
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
-from shallowflow.plots.intervals import interval_bars  # noqa: E402
+from shallowflow.plots.intervals import interval_bars
 
 
 def test_estimate_outside_its_interval_is_drawn_at_the_bounds():
