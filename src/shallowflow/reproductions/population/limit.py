@@ -27,11 +27,12 @@ Layout of the saved Dataset: the end points (``a_pop``, ``W_pop`` on (run, ...);
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
 import xarray as xr
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from shallowflow.analysis.assignment import permutation_distance
 from shallowflow.analysis.fits import bootstrap_slope
@@ -61,14 +62,16 @@ class LimitParams(Params):
     @field_validator("n_values")
     @classmethod
     def _increasing(cls, v: list[int]) -> list[int]:
-        if any(n < 1 for n in v) or any(b <= a for a, b in zip(v, v[1:], strict=False)):
+        if any(n < 1 for n in v) or any(b <= a for a, b in itertools.pairwise(v)):
             raise ValueError(f"must be increasing positive sample counts, got {v}")
         return v
 
-    def model_post_init(self, _: Any) -> None:
+    @model_validator(mode="after")
+    def _teacher_fits(self) -> LimitParams:
         if self.teacher_width > self.d:
             raise ValueError(f"teacher_width: the orthonormal teacher needs k <= d = {self.d}, "
                              f"got {self.teacher_width}")
+        return self
 
 
 PRESETS = {
