@@ -1,7 +1,8 @@
 """The population data kind ``gaussian_teacher`` (docs/math.md §11): bad input refused with one
 error line naming the field (exit 2); the example config runs through the unchanged training path
 (the results equal the engine on the closed form, the teacher stored in data.nc); float32 with its
-precision certificate; certify refuses it in one line."""
+precision certificate; certify judges it with the exact population derivatives (docs/math.md
+§11.3) and refuses the polish in one line."""
 
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ BAD = [
     ({"train__optimizer": "sgd", "train__batch_size": 2}, ["batch_size"]),
     ({"model__bias": True}, ["model.bias", "false"]),
     ({"train__span": "on"}, ["train.span", "samples"]),
-    ({"train__end_state": True}, ["train.end_state", "not available"]),
+    ({"train__polish": "newton"}, ["train.polish", "samples"]),
     ({"record__probes": ["loss", "active_count"]}, ["record.probes", "active_count"]),
     ({"init": {"scheme": "group"}}, ["init.scheme", "'group'"]),
 ]
@@ -101,9 +102,18 @@ def test_the_example_runs_and_matches_the_closed_form(tmp_path):
     pg = population_gradient(params.a_final.values, params.W_final.values,
                              Teacher(data.teacher_b.values, data.teacher_V.values))
     assert np.allclose(loss[:, -1], np.asarray(pg.loss), rtol=1e-12, atol=1e-15)
-    # certify refuses the population in one line
-    result = CliRunner().invoke(app, ["certify", str(out)])
-    assert result.exit_code == 2 and "gaussian_teacher" in result.output
+    # certify judges the population with its closed-form loss and gradient; the polish is refused
+    result = CliRunner().invoke(app, ["certify", str(out), "--quiet"])
+    assert result.exit_code == 0, result.output
+    end = xr.load_dataset(out / "end_state.nc")
+    assert np.allclose(end.end_loss.values, np.asarray(pg.loss), rtol=1e-12, atol=1e-15)
+    grad = np.sqrt(np.sum(np.asarray(pg.grad_a) ** 2, axis=1)
+                   + np.sum(np.asarray(pg.grad_W) ** 2, axis=(1, 2)))
+    assert np.allclose(end.end_grad_norm.values, grad, rtol=1e-10)
+    assert set(end.end_label.values) <= {"not stationary", "global minimum"}
+    result = CliRunner().invoke(app, ["certify", str(out), "--polish", "newton", "--overwrite"])
+    errors = [ln for ln in result.output.splitlines() if ln.startswith("error:")]
+    assert result.exit_code == 2 and len(errors) == 1 and "gaussian_teacher" in errors[0]
 
 
 def test_float32_with_the_precision_certificate_on_the_population():

@@ -15,6 +15,7 @@ from shallowflow.output import claim, claim_files
 from shallowflow.runtime.progress import Phases
 from shallowflow.stationary import end_states, end_table
 from shallowflow.stationary.polish import PolishMethod
+from shallowflow.stationary.population_state import population_end_states
 from shallowflow.store import check_run_folder, load_run, provenance, write_netcdf, write_run
 from shallowflow.training.batch_store import kept_beside
 from shallowflow.training.batches import DATA_VARIABLES
@@ -84,13 +85,20 @@ def certify_run(folder: str | Path, polish: str = "none", at: str = "final",
         phases = Phases("certify", show_progress)
         ds = load_run(folder, field)
         where = _record_index(ds, at, folder, field)
+        if "teacher_V" in ds and polish != "none":
+            raise UserError(f"--polish: {folder} trained on the population (data.kind "
+                            f"'gaussian_teacher'), which the polish cannot read (it needs "
+                            f"samples); allowed: none (got {shown(polish)})")
         if "leak" not in ds.attrs:  # folders written before the activation was stored
             model = read_mapping(folder / "config.toml", field).get("model", {})
             ds.attrs["leak"] = float(model.get("leak", 0.0))
         phases.done(f"{ds.sizes['run']} run(s) read from {folder}")
         with phases.counting("run(s) certified", ds.sizes["run"]) as step:
-            end = end_states(ds, at=where, polish_method=None if polish == "none"
-                              else polish, progress=lambda done, total: step())
+            if "teacher_V" in ds:  # the population: exact derivatives (docs/math.md §11.3)
+                end = population_end_states(ds, at=where, progress=lambda done, total: step())
+            else:
+                end = end_states(ds, at=where, polish_method=None if polish == "none"
+                                 else polish, progress=lambda done, total: step())
         for name in ("stop_reason", "end_step"):
             if name in ds:
                 end[name] = ds[name]
@@ -106,13 +114,10 @@ def _record_index(ds: xr.Dataset, at: str, folder: Path, field: str) -> str | in
     the run folder recorded (a foreign results.nc, without the networks or the model's scale,
     is named as ``field``)."""
     snapshots = "a" in ds and "W" in ds
-    if "teacher_V" in ds:
-        raise UserError(f"{field}: {folder} trained on the population of a teacher (data.kind "
-                        "'gaussian_teacher'); its end-state analysis (docs/math.md §11.3) is not "
-                        "available yet")
     missing = [name for name, there in (
         ("the final networks a_final, W_final", {"a_final", "W_final"} <= set(ds) or snapshots),
-        ("the data X, y", {"X", "y"} <= set(ds)), ("the model's scale kappa", "kappa" in ds.attrs))
+        ("the data X, y", {"X", "y"} <= set(ds) or "teacher_V" in ds),
+        ("the model's scale kappa", "kappa" in ds.attrs))
         if not there]
     if missing:
         raise UserError(f"{field}: the files of {folder} hold no {' and no '.join(missing)}; "

@@ -43,6 +43,7 @@ from shallowflow.config.init_schemes import (
     GroupInit,
     InitSpec,
     PytorchInit,
+    XavierInit,
     check_given,
     load_given,
 )
@@ -100,6 +101,7 @@ __all__ = [
     "ThreePointData",
     "TrainSpec",
     "TwoPointData",
+    "XavierInit",
     "apply_overrides",
     "batch_signature",
     "check_given",

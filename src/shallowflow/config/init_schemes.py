@@ -231,8 +231,21 @@ class PytorchInit(_InitBase):
         return inits.pytorch(key, p, X.shape[-1])
 
 
+class XavierInit(_InitBase):
+    """Xavier normal: w_ij ~ N(0, 1/d); output weights 1 ('ones', Safran-Shamir) or N(0, 1/p)."""
+
+    reads_samples: ClassVar[bool] = False
+
+    scheme: Literal["xavier"]
+    output: Literal["ones", "gaussian"] = "ones"
+
+    def draw(self, key: Array, p: int, X: Array, y: Array) -> Network:
+        return inits.xavier(key, p, X.shape[-1], self.output)
+
+
 InitSpec = Annotated[
-    DpbInit | BalancedInit | GaussianInit | DominatedInit | GroupInit | PytorchInit | GivenInit,
+    DpbInit | BalancedInit | GaussianInit | DominatedInit | GroupInit | PytorchInit | GivenInit
+    | XavierInit,
     Field(discriminator="scheme"),
 ]
 

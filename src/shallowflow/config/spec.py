@@ -38,7 +38,7 @@ _CACHED = ("choices", "signature")
 def _check_population(exp: Experiment) -> None:
     """What the population of a teacher (docs/math.md §11) cannot do, refused naming the field:
     a loss without a closed form, minibatches, a hidden bias, the paths that need samples, the
-    end-state analysis (not written for it yet), probes and init schemes that read samples."""
+    polish, probes and init schemes that read samples."""
     kind, t = repr(getattr(exp.data, "kind", "?")), exp.train
     if t.loss != "square" or t.reduction != "mean":
         raise ValueError(f"train.loss: data.kind {kind} (the population) has a closed form only for "
@@ -54,10 +54,10 @@ def _check_population(exp: Experiment) -> None:
         if getattr(t, name) == "on":
             raise ValueError(f"train.{name}: 'on' needs samples, data.kind {kind} has none; "
                              "allowed: 'auto' or 'off'")
-    if t.polish != "none" or t.end_state:
-        raise ValueError(f"train.end_state: the end-state analysis of data.kind {kind} "
-                         "(docs/math.md §11.3) is not available yet; allowed: end_state = false "
-                         "and polish = 'none'")
+    if t.polish != "none":
+        raise ValueError(f"train.polish: the polish (docs/math.md §9.5) needs samples, data.kind "
+                         f"{kind} has none; allowed: 'none' (train.end_state judges the end "
+                         f"points with the exact population derivatives, §11.3)")
     given = [p for p in exp.record.probes if PROBES[p].samples]
     if given and "probes" in exp.record.model_fields_set:
         raise ValueError(f"record.probes: {', '.join(given)} read the training samples, data.kind "

@@ -15,6 +15,7 @@ TBLEL) or alpha / epsilon (MMV); ``width_scaling`` divides it by sqrt(p) (BF eq.
 | dominated       | U([-s, s]) entries                       | eps_j s sqrt(d)                      |
 | group           | in the span of its own group (orthog.)   | s_j ||w_j||                          |
 | pytorch         | U(-1/sqrt d, 1/sqrt d) entries           | U(-1/sqrt p, 1/sqrt p)               |
+| xavier          | N(0, I/d)                                | 1 (output "ones") or N(0, 1/p)       |
 
 with eps_j Rademacher and s = scale (/ sqrt(p) when ``width_scaling``).
 """
@@ -122,6 +123,20 @@ def pytorch(key: Array, p: int, d: int, dtype: jnp.dtype = jnp.float64) -> Netwo
         jax.random.uniform(ka, (p,), dtype, -ba, ba),
         jax.random.uniform(kw, (p, d), dtype, -bw, bw),
     )
+
+
+def xavier(key: Array, p: int, d: int, output: Literal["ones", "gaussian"] = "ones",
+           dtype: jnp.dtype = jnp.float64) -> Network:
+    """Xavier (Glorot) normal start of the landscape papers (Safran and Shamir 2018; docs/math.md
+    §11.8): w_ij ~ N(0, 1/d) entries; a_j = 1 (``output="ones"``, the output weights the
+    Safran-Shamir objective fixes) or a_j ~ N(0, 1/p)."""
+    kw, ka = jax.random.split(key)
+    W = jax.random.normal(kw, (p, d), dtype) / jnp.sqrt(d)
+    if output == "ones":
+        return Network(jnp.ones((p,), dtype), W)
+    if output == "gaussian":
+        return Network(jax.random.normal(ka, (p,), dtype) / jnp.sqrt(p), W)
+    raise ValueError(f"output: must be 'ones' or 'gaussian', got {output!r}")
 
 
 def group(

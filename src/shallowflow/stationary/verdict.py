@@ -291,7 +291,8 @@ def end_states(ds: xr.Dataset, X: object | None = None, y: object | None = None,
                polish_tol: float = 1e-12, polish_iter: int = 50,
                spectrum_method: SpectrumMethod = "auto", dense_max: int = DENSE_MAX,
                runs: Sequence[int] | None = None, judge: bool = True,
-               progress: Callable[[int, int], None] | None = None) -> xr.Dataset:
+               progress: Callable[[int, int], None] | None = None,
+               judge_network: Callable[[Network], Verdict] | None = None) -> xr.Dataset:
     """The verdict of every run of a results Dataset (docs/math.md §9.6), as a Dataset over
     ``run`` with variables ``end_*`` and the tolerances in its attributes.
 
@@ -303,7 +304,10 @@ def end_states(ds: xr.Dataset, X: object | None = None, y: object | None = None,
     (:func:`~shallowflow.stationary.polish.polish`) and judge the polished point; the polished
     networks (``a_polished``, ``W_polished``), the distance moved and the polish's stop reason are
     added. ``judge=False``: polish only (no ``end_label``). ``progress(done, total)`` after each
-    run."""
+    run. ``judge_network``: the verdict of one network in place of :func:`end_state` on the data
+    (the population's, :mod:`shallowflow.stationary.population_state`; no polish then)."""
+    if judge_network is not None and polish_method is not None:
+        raise ValueError("polish_method: not with judge_network (the polish needs the data)")
     X = ds["X"].values if X is None else np.asarray(X)
     y = ds["y"].values if y is None else np.asarray(y)
     attrs = RunAttrs.of(ds)
@@ -329,7 +333,8 @@ def end_states(ds: xr.Dataset, X: object | None = None, y: object | None = None,
                        grad_norm_before_polish=pol.grad_norm_before,
                        loss_after_polish=pol.loss_after, grad_norm_after_polish=pol.grad_norm_after)
         if judge:
-            v = end_state(net, prob, floor, tol, spectrum_method, dense_max)
+            v = (end_state(net, prob, floor, tol, spectrum_method, dense_max)
+                 if judge_network is None else judge_network(net))
             row = {**v.as_dict(), **row}
             directions.append(v.escape.direction if v.escape is not None
                               else np.full(Xr.shape[1], np.nan))

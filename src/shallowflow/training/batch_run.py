@@ -88,9 +88,19 @@ def attach_end_states(ds: xr.Dataset, batch: BatchInputs) -> xr.Dataset:
         return ds
     from shallowflow.stationary import end_states  # scipy: only when asked for
 
-    end = end_states(ds, batch.X, batch.y,
-                     polish_method=None if train.polish == "none" else train.polish,
-                     judge=train.end_state)
+    if batch.population is not None:  # exact population derivatives (docs/math.md §11.3)
+        from shallowflow.stationary.population_state import population_end_states
+
+        b, V, chol = batch.population
+        pop = ds.assign(teacher_b=("teacher", np.asarray(b)),
+                        teacher_V=(("teacher", "dim"), np.asarray(V)))
+        if chol is not None:
+            pop = pop.assign(covariance_chol=(("dim", "dim_in"), np.asarray(chol)))
+        end = population_end_states(pop)
+    else:
+        end = end_states(ds, batch.X, batch.y,
+                         polish_method=None if train.polish == "none" else train.polish,
+                         judge=train.end_state)
     return ds.merge(end, combine_attrs="drop_conflicts")
 
 
