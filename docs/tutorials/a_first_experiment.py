@@ -64,7 +64,8 @@ print("converged (L < 1/(2n)):", int((final < 1 / 200).sum()), "of", ds.sizes["r
 # ## Working with the Dataset
 #
 # A run that stopped early keeps its last values in the later records (its `end_step` says when
-# it stopped), so a median over runs is taken at every record time. `sel` picks by coordinate, `isel` by position.
+# it stopped), so a median over runs is taken at every record time. `sel` picks by coordinate,
+# `isel` by position.
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.5))

@@ -48,7 +48,7 @@ exps = [sf.load_experiment("examples/tblel_orthonormal.toml",
                            ["runs=1", f"init.scale={s}", f"train.duration={end * np.log(1 / s):.1f}",
                             "record.points=400"]) for s in SCALES]
 results = sf.train(exps, show_progress=False)
-for s, ds in zip(SCALES, results):
+for s, ds in zip(SCALES, results, strict=True):
     print(f"lambda = {s:.0e}: {ds.sizes['time']} records, final loss {float(ds.loss[0, -1]):.2e}")
 
 # %% [markdown]
@@ -62,7 +62,7 @@ for s, ds in zip(SCALES, results):
 fig, axes = plt.subplots(1, 2, figsize=(12, 4))
 tau = np.linspace(0, end, 800)
 axes[0].plot(tau, limit.curves(tau).loss, color="k", lw=2, label="limit process")
-for s, ds in zip(SCALES, results):  # time_accelerated = flow time / log(1/lambda), per run
+for s, ds in zip(SCALES, results, strict=True):  # time_accelerated = flow time / log(1/lambda), per run
     axes[0].plot(ds.time_accelerated[0], ds.loss[0], lw=1, label=f"lambda = {s:.0e}")
 axes[0].set(xlabel="accelerated time t / log(1/lambda)", ylabel="loss",
             title="loss: simulations and the limit")
@@ -91,7 +91,7 @@ def crossings(ds, levels):
             for level in levels]
 
 halfway = (limit.losses[:-1] + limit.losses[1:]) / 2
-for s, ds in zip(SCALES, results):
+for s, ds in zip(SCALES, results, strict=True):
     err = np.abs(np.array(crossings(ds, halfway)) - limit.tau)
     print(f"lambda = {s:.0e}: largest jump-time error {np.nanmax(err):.4f} "
           f"(1/log(1/lambda) = {1 / np.log(1 / s):.4f})")

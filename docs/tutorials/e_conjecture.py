@@ -51,7 +51,7 @@ def experiment(p, n):
 grid = [(p, n) for p in WIDTHS for n in NS]
 results = sf.train([experiment(p, n) for p, n in grid], show_progress=False)
 converged = {(p, n): int((ds.stop_reason.values == "loss").sum())
-             for (p, n), ds in zip(grid, results)}
+             for (p, n), ds in zip(grid, results, strict=True)}
 print(f"{len(grid)} grid points, {sum(ds.sizes['run'] for ds in results)} networks trained")
 
 # %% [markdown]
@@ -81,7 +81,8 @@ ps = np.array(WIDTHS, float)
 logN = np.log([thresholds[p][0] for p in WIDTHS])
 line = stats.linregress(ps, logN)
 tq = stats.t.ppf(0.975, len(ps) - 2) if len(ps) > 2 else np.inf
-r, r_lo, r_hi = np.exp(line.slope), np.exp(line.slope - tq * line.stderr), np.exp(line.slope + tq * line.stderr)
+r = np.exp(line.slope)
+r_lo, r_hi = np.exp(line.slope - tq * line.stderr), np.exp(line.slope + tq * line.stderr)
 c = np.exp(line.intercept)
 print(f"rate r = {r:.3f}, 95 % interval [{r_lo:.3f}, {r_hi:.3f}]  (conjecture: 4/3 = {4 / 3:.3f})")
 print(f"constant c = {c:.3f}  (conjecture: ln 2 = {np.log(2):.3f})")
