@@ -32,7 +32,7 @@ def base(**changes):
         ({"model__width": -3}, ["model.width", "-3"]),
         ({"data__n": 40}, ["n <= d", "n=40", "d=16"]),
         ({"data__kind": "spheer"}, ["spheer", "sphere", "orthogonal"]),
-        ({"init__scheme": "xavier"}, ["xavier", "balanced", "dpb"]),
+        ({"init__scheme": "glorot"}, ["glorot", "balanced", "dpb"]),
         ({"train__loss": "hinge"}, ["train.loss", "hinge", "square"]),
         ({"train__lr": -0.1}, ["train.lr", "greater than 0", "-0.1"]),
         ({"train__steps": -5}, ["train.steps", "-5"]),
