@@ -259,3 +259,16 @@ def nan_band(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     lo = np.where(has, np.min(np.where(finite, vals, np.inf), axis=-1), np.nan)
     hi = np.where(has, np.max(np.where(finite, vals, -np.inf), axis=-1), np.nan)
     return mean, lo, hi
+
+
+def binomial_interval(successes: int, trials: int, level: float = 0.95) -> tuple[float, float]:
+    """The Clopper-Pearson (exact, conservative) interval of a binomial proportion: the
+    quantiles (1 - level)/2 and (1 + level)/2 of Beta(s, n - s + 1) and Beta(s + 1, n - s),
+    with 0 (s = 0) and 1 (s = n) at the ends; (nan, nan) when ``trials`` is 0."""
+    s, n = int(successes), int(trials)
+    if n <= 0:
+        return math.nan, math.nan
+    tail = (1.0 - level) / 2.0
+    lo = 0.0 if s == 0 else float(stats.beta.ppf(tail, s, n - s + 1))
+    hi = 1.0 if s == n else float(stats.beta.ppf(1.0 - tail, s + 1, n - s))
+    return lo, hi

@@ -8,7 +8,10 @@ A :class:`Reproduction` is four small pieces and its presets:
   caller's progress and executor settings) and the theory modules;
 - ``judge(ds, params) -> list[Claim]``: the verdicts, a pure function of the saved Dataset;
 - ``draw(ds, params) -> list[Figure]``: the figures, from the saved Dataset;
-- ``method(ds, params) -> list[(heading, text)]``: the report's prose sections.
+- ``method(ds, params) -> list[(heading, text)]``: the report's prose sections;
+- optionally ``tables(ds, params) -> {file name: DataFrame}``: CSV tables written beside the
+  figures (e.g. ``census.csv`` of safran-minima), so that anyone can recount what the claims
+  count.
 
 Presets are typed: ``params`` is a pydantic model (:class:`Params`: ranges, one line of doc per
 field), and ``--set key=value`` values are TOML literals as for experiments.
@@ -78,6 +81,9 @@ class Reproduction:
     draw: Callable[[xr.Dataset, Any], list[Figure]]
     method: Callable[[xr.Dataset, Any], list[Section]]
     summary: str = ""
+    tables: Callable[[xr.Dataset, Any], dict[str, Any]] | None = None
+    """Optional: tables from the saved Dataset, file name (``census.csv``) -> pandas DataFrame,
+    written as CSV into the folder beside the figures (on a re-judge too)."""
 
     def __post_init__(self) -> None:
         for preset, values in self.presets.items():  # a broken preset fails at import

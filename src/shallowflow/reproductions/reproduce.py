@@ -5,7 +5,8 @@
 runs ``simulate``, writes ``results.nc``, reads it back and judges and draws *the saved file*, so
 a re-judged folder (:func:`rejudge`, ``shallowflow reproduce NAME --from DIR``) gives the same
 claims by construction. The folder holds ``results.nc``, the figures, ``claims.json``,
-``report.md``, ``params.json`` and ``provenance.json``; it is written atomically.
+``report.md``, ``params.json``, ``provenance.json`` and any tables the reproduction writes
+(:attr:`~shallowflow.reproductions.base.Reproduction.tables`, CSV); it is written atomically.
 
 The disk, before any work (what a run or sweep checks at once, a reproduction checks in parts,
 since its training calls are known only as it goes): the output place needs at least
@@ -186,6 +187,9 @@ def _finish(rep: Reproduction, folder: Path, ds: xr.Dataset, params: Params, pre
             movie = f.movie(folder)  # written through output.atomic_file
             listed.append((movie.name, f"Animation of {f.name}: one frame per recorded snapshot."))
             times.figures += phases.done(f"{movie.name} written")
+    for table_name, table in (rep.tables(ds, params) if rep.tables is not None else {}).items():
+        write_text(folder / table_name, table.to_csv(index=False))
+        times.writing += phases.done(f"{table_name} written")
     values = params.model_dump(mode="json")
     write_text(folder / "claims.json", to_json(claims))
     times.writing += phases.done("claims.json written")

@@ -10,9 +10,10 @@ canonical form picks one representative of the orbit:
   (:data:`GENERIC_SEED`): rows with equal keys are equal (up to rounding), so their order does
   not matter;
 * ``neurons and coordinates`` (the orthonormal teacher, k <= d): a maximum-weight matching of
-  rows to the k teacher coordinates (``scipy.optimize.linear_sum_assignment`` on W[:, :k]) puts
-  each matched row's coordinate on the diagonal; the matched pairs are then ordered by (diagonal
-  entry, sum of the row's other entries, sum of the column's other entries) and the rows and
+  rows to the k teacher coordinates (``scipy.optimize.linear_sum_assignment`` on W[:, :k], ties
+  broken by :data:`TIE_BREAK`) puts each matched row's coordinate on the diagonal; the matched
+  pairs are then ordered by one generic combination (:data:`KEY_WEIGHTS`) of the diagonal entry,
+  the sum of the row's other entries and the sum of the column's other entries, and the rows and
   columns permuted together; unmatched rows (n > k) follow, ordered as in ``neurons``. Pairs
   whose keys tie are equivalent under a symmetry of the point itself, so their order does not
   matter either.
@@ -35,6 +36,14 @@ import pandas as pd
 Symmetry = Literal["neurons", "neurons and coordinates"]
 CLASS_TOL = 1e-6
 """Two canonical forms are one class when max |difference| <= CLASS_TOL (module docstring)."""
+TIE_BREAK = 1e-6
+"""Weight of the tie-break |w_i|^2 |column c|^2 added to the matching's weights W[i, c]: equal
+matchings (a symmetric block) are told apart by these invariants of the rows and columns, above
+the 1e-10 noise of a converged end point and below the 1e-2 gaps between distinct matchings."""
+KEY_WEIGHTS = (0.1 * 2**0.5, 0.01 * 3**0.5)
+"""The matched pairs are ordered by diag + w1 rest_row + w2 rest_col, one generic combination of
+the three invariants: rounding moves it by 1e-16, so only pairs equal in all three (up to
+rounding) can swap places (a lexicographic order would let rounding in one key decide)."""
 GENERIC_SEED = 20210802
 """The seed of the fixed generic vector g that orders rows."""
 
@@ -66,11 +75,13 @@ def canonical_form(W: np.ndarray, a: np.ndarray | None = None,
     k = d if k is None else int(k)
     if not 1 <= k <= d:
         raise ValueError(f"k: must be in 1..{d}, got {k}")
-    r, c = linear_sum_assignment(W[:, :k], maximize=True)
+    tie = np.outer(np.sum(W**2, axis=1), np.sum(W[:, :k] ** 2, axis=0))
+    r, c = linear_sum_assignment(W[:, :k] + TIE_BREAK * tie, maximize=True)
     diag = W[r, c]
     rest_row = W[r, :k].sum(axis=1) - diag
     rest_col = W[:, c].sum(axis=0) - diag
-    order = np.lexsort((rest_col, rest_row, diag))
+    order = np.argsort(diag + KEY_WEIGHTS[0] * rest_row + KEY_WEIGHTS[1] * rest_col,
+                       kind="stable")
     r, c = r[order], c[order]
     cols = np.concatenate([c, np.setdiff1d(np.arange(k), c), np.arange(k, d)])
     permuted = rows[:, np.concatenate([np.arange(lead), lead + cols])]
@@ -103,33 +114,35 @@ CENSUS_COLUMNS = ("runs", "converged", "loss", "eig_min", "multiplicity", "globa
 
 
 def census(forms: np.ndarray, loss: np.ndarray, eig_min: np.ndarray, converged: np.ndarray,
-           global_: np.ndarray, tol: float = CLASS_TOL) -> pd.DataFrame:
-    """One row per distinct end point of R runs (docs/math.md §11.8): the converged runs at a
-    global minimum form one class (a manifold of global minima is one class), the other converged
-    runs are classed by their canonical forms ``forms`` (R, p, m) (:func:`classes`), and the runs
-    that did not converge form one class of their own (``converged`` False). Columns
-    :data:`CENSUS_COLUMNS`: ``runs`` (R), ``loss`` and ``eig_min`` of the class's first run
-    (``representative``, its run index), ``multiplicity`` (runs in the class). Rows: global
-    first, then spurious classes by loss, then the non-converged."""
+           global_: np.ndarray, tol: float = CLASS_TOL) -> tuple[pd.DataFrame, np.ndarray]:
+    """One row per distinct end point of R runs (docs/math.md §11.8), and the row of each run
+    (R,): the converged runs at a global minimum form one class (a manifold of global minima is
+    one class), the other converged runs are classed by their canonical forms ``forms`` (R, p,
+    m) (:func:`classes`), and the runs that did not converge form one class of their own
+    (``converged`` False, ``global`` False). Columns :data:`CENSUS_COLUMNS`: ``runs`` (R),
+    ``loss`` and ``eig_min`` of the class's first run (``representative``, its run index),
+    ``multiplicity`` (runs in the class). Rows: global first, then spurious classes by loss,
+    then the non-converged."""
     converged, global_ = np.asarray(converged, bool), np.asarray(global_, bool)
     R = len(converged)
-    rows = []
-
-    def row(members: np.ndarray, conv: bool, glob: bool) -> dict[str, object]:
-        first = int(members[0])
-        return {"runs": R, "converged": conv, "loss": float(loss[first]),
-                "eig_min": float(eig_min[first]), "multiplicity": int(members.size),
-                "global": glob, "representative": first}
-
+    groups: list[tuple[np.ndarray, bool, bool]] = []
     glob = np.flatnonzero(converged & global_)
     if glob.size:
-        rows.append(row(glob, True, True))
+        groups.append((glob, True, True))
     spurious = np.flatnonzero(converged & ~global_)
     if spurious.size:
         labels = classes(np.asarray(forms)[spurious], tol)
-        found = [row(spurious[labels == c], True, False) for c in range(labels.max() + 1)]
-        rows += sorted(found, key=lambda r: r["loss"])
+        found = [spurious[labels == c] for c in range(labels.max() + 1)]
+        groups += [(m, True, False) for m in sorted(found, key=lambda m: float(loss[m[0]]))]
     stuck = np.flatnonzero(~converged)
     if stuck.size:
-        rows.append(row(stuck, False, False))
-    return pd.DataFrame(rows, columns=list(CENSUS_COLUMNS))
+        groups.append((stuck, False, False))
+    row_of_run = np.full(R, -1)
+    rows = []
+    for i, (members, conv, is_global) in enumerate(groups):
+        row_of_run[members] = i
+        first = int(members[0])
+        rows.append({"runs": R, "converged": conv, "loss": float(loss[first]),
+                     "eig_min": float(eig_min[first]), "multiplicity": int(members.size),
+                     "global": is_global, "representative": first})
+    return pd.DataFrame(rows, columns=list(CENSUS_COLUMNS)), row_of_run

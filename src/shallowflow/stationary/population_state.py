@@ -33,12 +33,14 @@ import xarray as xr
 from shallowflow.model.activations import RELU, Activation
 from shallowflow.model.network import Network
 from shallowflow.model.population import Teacher, population_gradient, population_hessian
+from shallowflow.model.population_hessian import hessian_in_weights
 from shallowflow.model.run_attrs import RunAttrs
 from shallowflow.precision import float64
 from shallowflow.stationary.derivatives import as_network, neuron_index
 from shallowflow.stationary.escape import Extrema
 from shallowflow.stationary.spectrum import dense_spectrum, symmetry_modes
 from shallowflow.stationary.verdict import (
+    Escape,
     Tolerances,
     Verdict,
     _descends,
@@ -137,6 +139,28 @@ def residual_extrema(net: Network, prob: PopulationProblem, j: int, starts: int 
                    2 * U0.shape[0])
 
 
+def decide(excess: float, grad_norm: float, eig_min: float, tol_curv: float, zero: int,
+           escape: Escape | None, tol: Tolerances, local_min: bool = True) -> tuple[str, str]:
+    """(label, reason) of the rules of :mod:`shallowflow.stationary.verdict` on the population
+    (module docstring): ``excess`` = L - floor, ``eig_min`` of the smooth part (nan: none),
+    ``zero`` zero neurons, ``escape`` a descending escape at one of them (None: none found)."""
+    if excess <= tol.loss:
+        return "global minimum", f"L - floor = {excess:.3g} <= {tol.loss:.3g}"
+    if grad_norm > tol.grad:
+        return "not stationary", f"||grad L||_2 = {grad_norm:.3g} > {tol.grad:.3g}"
+    if np.isfinite(eig_min) and eig_min < -tol_curv:
+        return "saddle", f"smooth-part eigenvalue {eig_min:.3g} < -{tol_curv:.3g}"
+    if escape is not None:
+        return "saddle", (f"order-{escape.order} escape at zero neuron {escape.neuron}: "
+                          f"{escape.value:.3g}")
+    if local_min and not zero and np.isfinite(eig_min) and eig_min > tol_curv:
+        return "strict local minimum", f"smallest eigenvalue {eig_min:.3g} > {tol_curv:.3g}"
+    if zero:
+        return "degenerate", (f"not twice differentiable: {zero} zero neuron(s), no escape "
+                              "found")
+    return "degenerate", f"eigenvalue {eig_min:.3g} within {tol_curv:.3g}"
+
+
 def population_end_state(net: Network, prob: PopulationProblem, floor: float = 0.0,
                          tol: Tolerances = Tolerances(), escape_starts: int = 16,
                          seed: int = 0) -> Verdict:
@@ -174,22 +198,8 @@ def population_end_state(net: Network, prob: PopulationProblem, floor: float = 0
     best = min(pool, key=lambda e: (e.order, e.value)) if pool else None
     local_min = bool(grad_norm <= tol.grad and coupling_max <= tol_curv and not descending
                      and not negative)
-    if loss - floor <= tol.loss:
-        label, reason = "global minimum", f"L - floor = {loss - floor:.3g} <= {tol.loss:.3g}"
-    elif grad_norm > tol.grad:
-        label, reason = "not stationary", f"||grad L||_2 = {grad_norm:.3g} > {tol.grad:.3g}"
-    elif negative or descending:
-        label = "saddle"
-        reason = (f"smooth-part eigenvalue {eig_min:.3g} < -{tol_curv:.3g}" if negative else
-                  f"order-{descending[0].order} escape at zero neuron {descending[0].neuron}: "
-                  f"{descending[0].value:.3g}")
-    elif local_min and not zero.any() and np.isfinite(eig_min) and eig_min > tol_curv:
-        label = "strict local minimum"
-        reason = f"smallest eigenvalue {eig_min:.3g} > {tol_curv:.3g}"
-    else:
-        label = "degenerate"
-        reason = (f"not twice differentiable: {int(zero.sum())} zero neuron(s), no escape found"
-                  if zero.any() else f"eigenvalue {eig_min:.3g} within {tol_curv:.3g}")
+    label, reason = decide(loss - floor, grad_norm, eig_min, tol_curv, int(zero.sum()),
+                           descending[0] if descending else None, tol, local_min)
     tols = {"grad": tol.grad, "loss": tol.loss, "curvature": tol_curv, "zero": tol.zero,
             "kink": tol.kink}
     return Verdict(label, reason, float(loss), float(floor), grad_norm, grad_max,
@@ -203,20 +213,27 @@ def population_end_state(net: Network, prob: PopulationProblem, floor: float = 0
 def hessian_spectra(a: np.ndarray, W: np.ndarray, prob: PopulationProblem,
                     chunk: int = 32) -> np.ndarray:
     """All eigenvalues (R, N) of the Hessians of R networks with frozen output weights (a (R,
-    p), W (R, p, d); the Safran-Shamir setting, no symmetry modes: docs/math.md §11.3), ``chunk``
-    networks at a time (one vmapped ``jax.hessian``, one batched ``eigvalsh``). Meant for
-    networks without zero neurons (where the Hessian is exact)."""
+    p), W (R, p, d); the Safran-Shamir setting, no symmetry modes: docs/math.md §11.3), from the
+    closed-form blocks (:func:`~shallowflow.model.population_hessian.hessian_in_weights`),
+    ``chunk`` networks at a time (one compiled shape: the last chunk is padded), one batched
+    ``eigvalsh`` per chunk. For networks without zero neurons (NaN rows otherwise)."""
     if prob.train_a:
         raise ValueError("hessian_spectra: for frozen output weights (train_a False) only")
     teacher, kappa, leak, chol = _args(prob)
-    batched = jax.vmap(lambda ai, wi: population_hessian(ai, wi, teacher, kappa, leak, chol,
-                                                         train_a=False))
+    R = a.shape[0]
     out = []
-    for start in range(0, a.shape[0], chunk):
+    for start in range(0, R, chunk):
+        idx = np.minimum(np.arange(start, start + chunk), R - 1)  # padded with the last run
         with float64():
-            H = np.asarray(batched(jnp.asarray(a[start:start + chunk]),
-                                   jnp.asarray(W[start:start + chunk])))
-        out.append(np.linalg.eigvalsh(0.5 * (H + np.swapaxes(H, -1, -2))))
+            H = np.asarray(hessian_in_weights(jnp.asarray(a[idx]), jnp.asarray(W[idx]), teacher,
+                                              kappa, leak, chol))
+        take = min(chunk, R - start)
+        H = H[:take]
+        good = np.all(np.isfinite(H), axis=(1, 2))
+        eig = np.full(H.shape[:2], np.nan)
+        if good.any():
+            eig[good] = np.linalg.eigvalsh(0.5 * (H[good] + np.swapaxes(H[good], -1, -2)))
+        out.append(eig)
     return np.concatenate(out) if out else np.zeros((0, W.shape[1] * W.shape[2]))
 
 

@@ -1,0 +1,65 @@
+"""safran-minima end to end at a tiny size (docs/math.md §11.8): census.csv counts every run once,
+its fractions recount to the claims', its global and spurious rows are told apart by their
+loss, the per-run results agree with it; a re-judge writes the same census; bad parameters are
+one error line with exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+from typer.testing import CliRunner
+
+from shallowflow.cli import app
+from shallowflow.reproductions import rejudge, run_reproduction
+
+SETTINGS = ["k_values=[3, 4]", "runs=4", "extra_values=[0, 1]", "lr_scale=2.0", "steps=20000"]
+
+
+def test_a_tiny_census_recounts(tmp_path):
+    folder, claims = run_reproduction("safran-minima", tmp_path / "out", overrides=SETTINGS,
+                                      show_progress=False)
+    census = pd.read_csv(folder / "census.csv")
+    assert list(census.columns) == ["k", "n", "runs", "converged", "loss", "eig_min",
+                                    "multiplicity", "global"]
+    assert set(zip(census.k, census.n, strict=True)) == {(3, 3), (3, 4), (4, 4), (4, 5)}
+    ds = xr.load_dataset(folder / "results.nc")
+    for (k, n), rows in census.groupby(["k", "n"]):
+        assert (rows.runs == 4).all() and rows.multiplicity.sum() == 4  # every run once
+        assert rows.loc[rows["global"], "loss"].lt(1e-10).all()
+        assert rows.loc[~rows["global"] & rows.converged, "loss"].gt(1e-10).all()
+        runs = (ds.run_k.values == k) & (ds.run_n.values == n)
+        assert rows.loc[rows.converged, "multiplicity"].sum() == ds.run_converged.values[runs].sum()
+        # the per-run losses recount the global row
+        conv = ds.run_converged.values[runs]
+        assert rows.loc[rows["global"], "multiplicity"].sum() == \
+            np.sum(conv & (ds.run_loss.values[runs] < 1e-10))
+    # the fractions the claim reports, recounted from census.csv
+    fraction = {c["id"]: c for c in json.loads((folder / "claims.json").read_text())}
+    measured = fraction["spurious-fraction-grows"]["measured"]
+    own = census[census.k == census.n]
+    for k, rows in own.groupby("k"):
+        conv = rows.loc[rows.converged, "multiplicity"].sum()
+        spur = rows.loc[rows.converged & ~rows["global"], "multiplicity"].sum()
+        if conv:
+            assert measured[str(k)][0] == pytest.approx(spur / conv, abs=1e-4)
+    assert {c.id for c in claims} >= {"spurious-fraction-grows", "spurious-are-strict-minima",
+                                      "overparameterization-helps", "census-recount"}
+    assert (folder / "spurious_fraction.png").is_file() and (folder / "census.png").is_file()
+    again, _ = rejudge("safran-minima", folder, tmp_path / "again", show_progress=False)
+    assert (again / "census.csv").read_text() == (folder / "census.csv").read_text()
+
+
+@pytest.mark.parametrize(("setting", "field"), [("k_values=[1, 3]", "k_values"),
+                                                ("k_values=[41]", "k_values"),
+                                                ("runs=0", "runs"),
+                                                ("extra_values=[-1]", "extra_values")])
+def test_bad_parameters_are_one_error_line(tmp_path, setting, field):
+    result = CliRunner().invoke(app, ["reproduce", "safran-minima", "--out",
+                                      str(tmp_path / "out"), "--set", setting])
+    errors = [ln for ln in result.output.splitlines() if ln.startswith("error:")]
+    assert result.exit_code == 2 and len(errors) == 1 and field in errors[0], result.output
+    assert not (tmp_path / "out").exists()
