@@ -25,7 +25,7 @@ from shallowflow.analysis.fits import logistic_threshold
 
 SMALL = os.environ.get("SHALLOWFLOW_TUTORIAL_SMALL") == "1"
 WIDTHS = [8, 12] if SMALL else [8, 10, 12, 14]
-NS = [6, 11, 23, 45] if SMALL else [6, 8, 11, 16, 23, 32, 45, 64, 90, 128]
+NS = [6, 16, 45] if SMALL else [6, 8, 11, 16, 23, 32, 45, 64, 90, 128]
 RUNS = 20 if SMALL else 250
 D = max(NS)  # orthogonal data needs n <= d
 
