@@ -44,7 +44,11 @@ def digits(*values: Any) -> int:
 
 
 def fmt(value: Any, p: int = DIGITS) -> str:
-    """``value`` as table text: floats to ``p`` significant digits, lists in brackets."""
+    """``value`` as table text: floats to ``p`` significant digits, lists in brackets.
+
+    >>> fmt({"a": 0.123456, "b": [1.0, 2.5]})
+    '{a: 0.1235, b: [1, 2.5]}'
+    """
     if isinstance(value, float):
         return f"{value:.{p}g}"
     if isinstance(value, (list, tuple)):
