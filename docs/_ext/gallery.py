@@ -173,11 +173,9 @@ def claims_table(claims: list[dict[str, Any]]) -> str:
         p = digits(ref, c["interval"], [ref, c["measured"]]
                    if isinstance(ref, float | int) and not isinstance(ref, bool) else None)
         interval = "" if c["interval"] is None else fmt(list(c["interval"]), p)
-        cells = [f'**{c["id"]}**: {fmt(c["statement"])}', fmt(ref, p), c["source"]["kind"],
-                 fmt(c["measured"], p), interval]
-        # a | left in a cell (fmt keeps those of a dict's keys) would split the row
-        rows.append("| " + " | ".join(cell.replace("|", "&#124;") for cell in cells)
-                    + f' | {verdict_span(c["verdict"])} |')
+        rows.append(f'| **{c["id"]}**: {fmt(c["statement"])} | {fmt(ref, p)} | '
+                    f'{c["source"]["kind"]} | {fmt(c["measured"], p)} | {interval} | '
+                    f'{verdict_span(c["verdict"])} |')
     return "\n".join(rows)
 
 
