@@ -160,7 +160,8 @@ def tutorial_cache(tmp_path_factory) -> Path:
     """One folder of executed small tutorials for the whole test run (shared by the xdist
     workers: each tutorial runs once, for tests/test_tutorials.py and the site build alike;
     docs/_ext/tutorials.py, ``executed``)."""
-    folder = tmp_path_factory.getbasetemp().parent / "tutorial-cache"
+    base = tmp_path_factory.getbasetemp()  # under xdist: this run's folder of one worker
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "tutorial-cache"
     folder.mkdir(exist_ok=True)
     return folder
 

@@ -25,6 +25,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -347,8 +348,11 @@ def prune(path: Path) -> list[str]:
             removed.append(f"{p.name} ({p.stat().st_size / 2**20:.1f} MiB)")
             p.unlink()
     prov = json.loads((path / "provenance.json").read_text())
-    if prov.get("command"):
-        prov["command"][0] = Path(prov["command"][0]).name  # no path of the machine
+    if prov.get("command"):  # no path of the machine; the folder by its final name
+        name = path.name.removeprefix(".").removesuffix("-new")
+        prov["command"] = [Path(arg).name if i == 0 else
+                           f"gallery/{name}" if arg.endswith(f".{name}-new") else arg
+                           for i, arg in enumerate(prov["command"])]
     (path / "provenance.json").write_text(json.dumps(prov, indent=2) + "\n")
     marker = path / ".shallowflow"
     if marker.is_file():
@@ -362,7 +366,7 @@ def write_record(path: Path, wall_s: float, machine: str, commit: str, date: str
                  removed: list[str]) -> None:
     """``gallery.json``: the command, commit, date, wall time and machine that made the folder
     ``path``, and what :func:`prune` removed from it."""
-    name = path.name
+    name = path.name.removeprefix(".").removesuffix("-new")
     record = {"command": f"shallowflow reproduce {name} --out gallery/{name} --preset quick",
               "commit": commit, "date": date, "wall_s": round(wall_s, 1), "machine": machine,
               "removed": removed}
@@ -370,20 +374,24 @@ def write_record(path: Path, wall_s: float, machine: str, commit: str, date: str
 
 
 def make(name: str) -> None:
-    """Run the quick preset of ``name`` into ``gallery/NAME`` (replacing it), timed, then
-    prune it and write its record."""
+    """Run the quick preset of ``name`` (timed) into a new folder beside ``gallery/NAME``,
+    prune it, write its record, then put it in the place of ``gallery/NAME``."""
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True, check=True).stdout.strip()
     load = os.getloadavg()[0]
     date = time.strftime("%Y-%m-%d", time.gmtime())
+    new = GALLERY / f".{name}-new"
+    shutil.rmtree(new, ignore_errors=True)
     start = time.perf_counter()
     subprocess.run([sys.executable, "-c", "import sys; from shallowflow.cli import main; "
                     "sys.argv[0] = 'shallowflow'; main()", "reproduce", name, "--out",
-                    f"gallery/{name}", "--preset", "quick", "--overwrite", "--quiet"],
+                    str(new.relative_to(ROOT)), "--preset", "quick", "--quiet"],
                    cwd=ROOT, check=True, env={**os.environ, "PYTHONPATH": str(SRC)})
     wall = time.perf_counter() - start
     machine = f"{os.cpu_count()} CPU cores (load average {load:.1f} at the start)"
-    write_record(GALLERY / name, wall, machine, commit, date, prune(GALLERY / name))
+    write_record(new, wall, machine, commit, date, prune(new))
+    shutil.rmtree(GALLERY / name, ignore_errors=True)
+    new.rename(GALLERY / name)
 
 
 if __name__ == "__main__":

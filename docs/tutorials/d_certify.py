@@ -134,4 +134,4 @@ sf.certify_run("runs/plateau", polish="newton", overwrite=True)
 print(open("runs/plateau/end_state.csv").read()[:400])
 
 # %% [markdown]
-# Next: [a new conjecture on 10^4 networks](e_conjecture.md).
+# Next: [a new conjecture on 10⁴ networks](e_conjecture.md).

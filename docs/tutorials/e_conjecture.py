@@ -1,5 +1,5 @@
 # %% [markdown]
-# # Testing a new conjecture on 10^4 networks
+# # Testing a new conjecture on 10⁴ networks
 #
 # **The conjecture.** On orthogonal data (Dana, Pillaud-Vivien and Bach's second experiment), a
 # network of width p trained by gradient descent from their initialisation converges when every
@@ -11,7 +11,7 @@
 #
 # (the n at which P = 1/2, for (3/4)^p small). A prediction with two numbers in it: the growth
 # rate r = 4/3 per neuron and the constant c = ln 2. We test it with a threshold search on a
-# grid, 10^4 networks in all, a fitted law and its interval.
+# grid, 10⁴ networks in all, a fitted law and its interval.
 
 # %%
 import os
