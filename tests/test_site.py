@@ -132,7 +132,7 @@ def test_every_reproduction_is_on_the_reproductions_pages():
     assert listed == names
     headings = {name for p in (DOCS / "reproductions").glob("*.md") if p.name != "index.md"
                 for line in re.findall(r"^## (.*)$", p.read_text(), re.M)
-                for name in re.findall(r"\b(?:dana|town|bf|mmv|population)-[a-z0-9-]+", line)}
+                for name in re.findall(r"\b(?:dana|town|bf|mmv|safran|population)-[a-z0-9-]+", line)}
     assert headings == names
 
 

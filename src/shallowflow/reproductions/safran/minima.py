@@ -242,10 +242,12 @@ def draw(ds: xr.Dataset, P: MinimaParams) -> list[Figure]:
             sc = ax.scatter(g["loss"], g["eig_min"], s=12 + 8 * g["multiplicity"], c=g["k"],
                             marker="o" if extra == 0 else "^", cmap="viridis", alpha=0.7,
                             edgecolors="k", linewidths=0.3, vmin=min(P.k_values),
-                            vmax=max(P.k_values), label=f"n = k + {extra}")
+                            vmax=max(P.k_values),
+                            label=f"n = k + {extra}" if extra else "n = k")
         fig2.colorbar(sc, ax=ax, label="k")
         ax.legend(fontsize=8)
     ax.set_xlabel("loss F at the minimum")
+    ax.tick_params(axis="x", labelrotation=30)
     ax.set_ylabel("smallest Hessian eigenvalue")
     ax.grid(alpha=0.3)
     figures.append(Figure("census", fig2, "The census: each distinct spurious minimum (up to "
