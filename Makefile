@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DOCS_STAMP := $(VENV)/.docs-installed
 
-.PHONY: demo test test-all lint bench clean install docs
+.PHONY: demo test test-all lint bench clean install docs gallery
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,6 +35,11 @@ test: $(STAMP)
 test-all: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/python -m pytest -n auto
+
+# Refresh gallery folders (the quick preset of each name into gallery/NAME, timed and pruned to
+# what its page needs): make gallery NAMES="dana-fig2 bf-fig2"; then commit gallery/.
+gallery: $(STAMP)
+	$(BIN)/python docs/_ext/gallery.py $(NAMES)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py

@@ -16,6 +16,7 @@ import bench_executors
 import bench_gpu
 import bench_limit_process
 import bench_onedim
+import bench_population
 import bench_presets
 import bench_reduced
 import bench_startup
@@ -42,6 +43,8 @@ BENCHMARKS: dict[str, Benchmark] = {
     "startup": _here(bench_startup, "Start-up and the compilation cache"),
     "executors": _here(bench_executors, "Many small networks: in-process and Dask workers"),
     "gpu": _here(bench_gpu, "The engine on a GPU"),
+    "population": _here(bench_population, "The population step: batched closed form, numpy loop, "
+                        "finite data"),
 }
 """Every benchmark, in the order the suite runs."""
 

@@ -40,6 +40,18 @@ steps = 5
 """A valid experiment that trains in a blink (the bad-input tests override one field of it)."""
 
 
+def changed(mapping: dict, **changes) -> dict:
+    """``mapping`` (a config as nested tables) with ``changes`` set: a key's tables are joined by
+    a double underscore (``train__lr=0.5`` sets ``mapping["train"]["lr"]``)."""
+    for dotted, value in changes.items():
+        *head, last = dotted.split("__")
+        node = mapping
+        for h in head:
+            node = node.setdefault(h, {})
+        node[last] = value
+    return mapping
+
+
 def check_reproduction_folder(folder, ids=None):
     """Checks every reproduction folder must pass: claims.json is a non-empty list of claims
     with all fields, a known verdict, a source of a known kind that says where, and a known role
@@ -125,3 +137,49 @@ def tmpfs(tmp_path: Path) -> Iterator[Callable[[str], Path]]:
     yield mount
     for mnt in mounted:
         subprocess.run(["umount", str(mnt)], check=False)
+
+
+# --- the documentation site (tests/test_site.py, test_gallery.py, test_tutorials.py,
+# test_site_browser.py) -------------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+SITE_TOOLS = ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python", "pymdownx")
+SITE_BUILD_TIMEOUT = 1200
+
+
+def missing_site_tools() -> list[str]:
+    """The docs tools (the ``docs`` extra) that are not installed."""
+    import importlib.util
+
+    return [name for name in SITE_TOOLS if importlib.util.find_spec(name.split(".")[0]) is None
+            or importlib.util.find_spec(name) is None]
+
+
+@pytest.fixture(scope="session")
+def tutorial_cache(tmp_path_factory) -> Path:
+    """One folder of executed small tutorials for the whole test run (shared by the xdist
+    workers: each tutorial runs once, for tests/test_tutorials.py and the site build alike;
+    docs/_ext/tutorials.py, ``executed``)."""
+    base = tmp_path_factory.getbasetemp()  # under xdist: this run's folder of one worker
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "tutorial-cache"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory, tutorial_cache) -> Path:
+    """The site, built once per test process with ``mkdocs build --strict`` (no warning, no
+    error), the tutorials in their small versions; skipped where the docs tools are missing."""
+    if missing_site_tools():
+        pytest.skip(f"the docs tools are not installed ({', '.join(missing_site_tools())}); "
+                    "`pip install -e '.[docs]'` or `make docs` installs them")
+    site = tmp_path_factory.mktemp("site") / "site"
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "SHALLOWFLOW_TUTORIAL_SMALL": "1",
+           "SHALLOWFLOW_TUTORIAL_CACHE": str(tutorial_cache)}
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
+                           str(site)], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=SITE_BUILD_TIMEOUT)
+    log = done.stdout + done.stderr
+    assert done.returncode == 0, log[-6000:]
+    assert "WARNING" not in log, log[-6000:]
+    return site

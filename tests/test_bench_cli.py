@@ -14,7 +14,7 @@ from dev_suite import BENCHMARKS, bench
 from shallowflow.benchmarks import throughput, tiny
 
 NAMES = ["throughput", "tiny", "reduced", "town_fig1", "limit_process", "dana_fig3", "presets",
-         "onedim", "stationary", "startup", "executors", "gpu"]
+         "onedim", "stationary", "startup", "executors", "gpu", "population"]
 
 
 def test_list_names_and_titles() -> None:

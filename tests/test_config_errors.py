@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from conftest import changed
 from shallowflow.cli.commands import app
 from shallowflow.config import RENAMED, ConfigError, experiment_from_mapping, load_experiment
 from shallowflow.data import DataError, load_file, validate_dataset
@@ -21,13 +22,7 @@ def base(**changes):
         "init": {"scheme": "dpb"},
         "train": {"lr": 0.1, "steps": 5},
     }
-    for dotted, value in changes.items():
-        *head, last = dotted.split("__")
-        node = m
-        for h in head:
-            node = node.setdefault(h, {})
-        node[last] = value
-    return m
+    return changed(m, **changes)
 
 
 @pytest.mark.parametrize(
@@ -37,7 +32,7 @@ def base(**changes):
         ({"model__width": -3}, ["model.width", "-3"]),
         ({"data__n": 40}, ["n <= d", "n=40", "d=16"]),
         ({"data__kind": "spheer"}, ["spheer", "sphere", "orthogonal"]),
-        ({"init__scheme": "xavier"}, ["xavier", "balanced", "dpb"]),
+        ({"init__scheme": "glorot"}, ["glorot", "balanced", "dpb"]),
         ({"train__loss": "hinge"}, ["train.loss", "hinge", "square"]),
         ({"train__lr": -0.1}, ["train.lr", "greater than 0", "-0.1"]),
         ({"train__steps": -5}, ["train.steps", "-5"]),

@@ -168,3 +168,14 @@ def test_sweep_summary_holds_stop_reasons_and_verdicts(tmp_path):
     labels = sorted(lab for b in batches for lab in b["end_label"].values.tolist())
     assert sorted(table["label"]) == labels
     assert set(table["stop_reason"]) <= {"gradient", "steps"}
+
+
+def test_a_dataset_without_data_is_refused_naming_what_to_do():
+    """A population run's Dataset holds no samples: the verdict says how to judge it instead of
+    failing on a missing variable."""
+    import xarray as xr
+
+    from shallowflow.stationary.verdict import end_states
+
+    with pytest.raises(ValueError, match=r"^X: the Dataset holds no data.*train.end_state"):
+        end_states(xr.Dataset({"loss": ("run", [0.0])}))

@@ -367,6 +367,7 @@ def _data_examples(tmp_path):
         "arrays": {"kind": "arrays", "X": [[1.0, 2.0], [3.0, 5.0]], "y": [1.0, -1.0]},
         "mnist": {"kind": "mnist", "digits": [4, 9], "per_digit": 3},
         "gaussian_teacher": {"kind": "gaussian_teacher", "d": 5, "k": 3},
+        "gaussian_teacher_samples": {"kind": "gaussian_teacher_samples", "d": 5, "k": 3, "n": 7},
     }
 
 

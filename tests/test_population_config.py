@@ -14,6 +14,7 @@ import pytest
 import xarray as xr
 from typer.testing import CliRunner
 
+from conftest import changed
 from shallowflow.cli.commands import app
 from shallowflow.config import ConfigError, experiment_from_mapping
 from shallowflow.model.population import Teacher, population_gradient
@@ -28,13 +29,7 @@ def base(**changes):
         "init": {"scheme": "gaussian", "scale": 0.5},
         "train": {"lr": 0.1, "steps": 5},
     }
-    for dotted, value in changes.items():
-        *head, last = dotted.split("__")
-        node = m
-        for h in head:
-            node = node.setdefault(h, {})
-        node[last] = value
-    return m
+    return changed(m, **changes)
 
 
 NAN = float("nan")

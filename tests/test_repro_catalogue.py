@@ -12,7 +12,8 @@ from shallowflow.reproductions.index import PAPERS
 
 NAMES = ["bf-alignment", "bf-fig2", "bf-fig3", "bf-init", "dana-fig2", "dana-fig3", "dana-fig4",
          "dana-fig5", "dana-fig6", "mmv-alignment-time", "mmv-fig10", "mmv-fig11", "mmv-fig12",
-         "mmv-fig5", "mmv-fig6", "mmv-two-point", "safran-minima", "town-convergence",
+         "mmv-fig5", "mmv-fig6", "mmv-two-point", "population-limit", "safran-minima",
+         "town-convergence",
          "town-fig1", "town-fig3",
          "town-fig4", "town-fig5", "town-fig6"]
 

@@ -5,10 +5,7 @@ and the citation metadata."""
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import re
-import subprocess
 import sys
 import zlib
 from pathlib import Path
@@ -21,40 +18,19 @@ import shallowflow
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-SITE_TOOLS = ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python", "pymdownx")
 LINK = re.compile(r"""(?:href|src)=["']([^"']+)["']""")
 IDS = re.compile(r"""\bid=["']([^"']+)["']""")
 NOT_ROOMS = {"cli": "the command line's page, docs/reference/cli.md, documents it",
              "benchmarks": "`shallowflow bench`: docs/guides/benchmarks.md"}
 
 
-def missing_tools() -> list[str]:
-    return [name for name in SITE_TOOLS if importlib.util.find_spec(name.split(".")[0]) is None
-            or importlib.util.find_spec(name) is None]
-
-
-def build(out: Path) -> None:
-    """``mkdocs build --strict`` into ``out``: no warning, no error."""
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
-                           str(out)], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)
-    log = done.stdout + done.stderr
-    assert done.returncode == 0, log[-6000:]
-    assert "WARNING" not in log, log[-6000:]
-
-
 @pytest.mark.slow
-def test_the_site_builds_offline_and_whole(tmp_path):
-    """One build (the slow part) and every check of the built site."""
-    if missing_tools():
-        pytest.skip(f"the docs tools are not installed ({', '.join(missing_tools())}); "
-                    "`pip install -e '.[docs]'` or `make docs` installs them")
-    site = tmp_path / "site"
-    build(site)
-    check_links(site)
-    check_figures(site)
-    check_api(site)
+def test_the_site_builds_offline_and_whole(built_site):
+    """One build (the slow part: the ``built_site`` fixture, strict, no warning) and every
+    check of the built site."""
+    check_links(built_site)
+    check_figures(built_site)
+    check_api(built_site)
 
 
 def check_links(site: Path) -> None:

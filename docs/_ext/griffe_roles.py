@@ -1,6 +1,7 @@
 """A griffe extension for the API reference: the docstrings' Sphinx roles (``:func:`x.y```,
 ``:class:`~x.Y```) become cross-references (a link where the target is documented on the site, a
-code span otherwise), and a paragraph's closing ``::`` before a literal block becomes ``:``.
+code span otherwise), a paragraph's closing ``::`` before a literal block becomes ``:``, and a
+doctest example (from a ``>>>`` line to the next blank line) becomes a ``pycon`` code block.
 Loaded by mkdocs.yml (mkdocstrings' ``extensions``); changes no source file."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import griffe
 ROLE = re.compile(r":(?:func|class|meth|attr|data|mod|obj|exc|const):`(~?)([^`<]+?)\s*(?:<([^>`]+)>)?`")
 LITERAL = re.compile(r"(\S)::$", re.M)
 SPACED_BRACKETS = re.compile(r"\]([ \t]+)\[")  # prose like "[a] [b]" is no reference link
+DOCTEST = re.compile(r"^([ \t]*)>>> .*(?:\n(?![ \t]*$).*)*", re.M)
 
 
 def _ref(match: re.Match[str]) -> str:
@@ -24,9 +26,10 @@ def _ref(match: re.Match[str]) -> str:
 
 def markdown(text: str) -> str:
     """The docstring ``text`` with its roles as optional cross-references, RST's ``::`` as
-    ``:`` and bracketed prose kept as text."""
+    ``:``, bracketed prose kept as text and doctest examples as code blocks."""
     text = SPACED_BRACKETS.sub(lambda m: "]" + m.group(1) + "\\[", text)
-    return LITERAL.sub(r"\1:", ROLE.sub(_ref, text))
+    text = LITERAL.sub(r"\1:", ROLE.sub(_ref, text))
+    return DOCTEST.sub(lambda m: f"{m.group(1)}```pycon\n{m.group(0)}\n{m.group(1)}```", text)
 
 
 class SphinxRoles(griffe.Extension):

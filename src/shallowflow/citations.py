@@ -152,7 +152,13 @@ FEATURES: dict[str, tuple[str, tuple[str, ...]]] = {
 
 def reproduction_keys(name: str) -> tuple[str, ...]:
     """The entries reproduction ``name`` rests on beyond the software: its paper (by the
-    prefix of its name) and :data:`EXTRA`; none for a prefix of no paper."""
+    prefix of its name) and :data:`EXTRA`; none for a prefix of no paper.
+
+    >>> reproduction_keys("mmv-fig5")
+    ('min2024early', 'lecun1998gradient')
+    >>> reproduction_keys("my-own-figure")
+    ()
+    """
     return PAPERS.get(name.split("-")[0], ()) + EXTRA.get(name, ())
 
 

@@ -52,7 +52,14 @@ def logistic_threshold(n: Sequence[float], successes: Sequence[int], trials: Seq
     """Binomial maximum-likelihood fit of P(n) = sigmoid(-(n - N)/w) (``decreasing``) or
     sigmoid((n - N)/w) to ``successes`` out of ``trials`` at each ``n``, with w > 0; the interval
     for N is where the profile log-likelihood is within chi2_1(level)/2 of its maximum (the width
-    re-optimised at each N)."""
+    re-optimised at each N).
+
+    Counts symmetric about n = 20 put the threshold there, inside its interval:
+
+    >>> fit = logistic_threshold([10, 20, 30], [9, 5, 1], [10, 10, 10])
+    >>> round(fit.threshold, 6), fit.interval[0] < 20 < fit.interval[1]
+    (20.0, True)
+    """
     n, k, m = (np.asarray(v, float) for v in (n, successes, trials))
     if decreasing:  # P(n) = sigmoid(-(n - N)/w) is the increasing law in -n, threshold -N
         fit = logistic_threshold(-n, k, m, level, decreasing=False)
@@ -170,7 +177,11 @@ def scaling_fits(x: Sequence[float], y: Sequence[float]) -> dict[str, LawFit]:
 
 
 def loglog_slope(x: Sequence[float], y: Sequence[float]) -> float:
-    """Least-squares slope of log y against log x."""
+    """Least-squares slope of log y against log x.
+
+    >>> round(loglog_slope([1, 2, 4], [3, 12, 48]), 12)  # y = 3 x^2
+    2.0
+    """
     return float(np.polyfit(np.log(np.asarray(x, float)), np.log(np.asarray(y, float)), 1)[0])
 
 

@@ -44,7 +44,7 @@ BENCHMARKS: dict[str, Benchmark] = {
 against numpy's GEMM rates, and a long tiny run against plain PyTorch."""
 
 DEVELOPMENT = ("reduced", "town_fig1", "limit_process", "dana_fig3", "presets", "onedim",
-               "stationary", "startup", "executors", "gpu")
+               "stationary", "startup", "executors", "gpu", "population")
 """The development benchmarks, not in the package: each runs as bench/bench_NAME.py of the
 repository (all of them: bench/run_all.py)."""
 

@@ -317,7 +317,7 @@ class GaussianTeacherData(_DataBase):
 
     @model_validator(mode="after")
     def _valid(self) -> GaussianTeacherData:
-        if self.per_run:
+        if self.per_run and self.population:
             raise ValueError("per_run: the population is one teacher for every run; per_run must "
                              "be false")
         arrays = {"b": self.b, "V": self.V, "path": self.path}
@@ -373,9 +373,52 @@ class GaussianTeacherData(_DataBase):
         return 4.0 * (p + self.teacher_width) ** 2 * d
 
 
+MAX_TEACHER_SAMPLES = 100_000_000
+"""The most samples of ``gaussian_teacher_samples``."""
+
+
+class GaussianTeacherSamplesData(GaussianTeacherData):
+    """``n`` samples of the population of ``gaussian_teacher`` (docs/math.md §11.9): x_i ~ N(0,
+    Sigma) labelled y_i = h*(x_i) by the same teacher (the same fields; a 'gaussian' teacher drawn
+    from the same data key, so a run here and a run on the population with one seed have one
+    teacher and one start). Any loss; the finite-sample counterpart of the closed form."""
+
+    population: ClassVar[bool] = False
+    kind: Literal["gaussian_teacher_samples"]  # type: ignore[assignment]
+    n: int = Field(gt=0, le=MAX_TEACHER_SAMPLES, description="number of samples")
+
+    @model_validator(mode="after")
+    def _one_teacher(self) -> GaussianTeacherSamplesData:
+        if self.per_run and self.teacher == "gaussian":
+            raise ValueError("per_run: with teacher 'gaussian' every run would draw its own "
+                             "teacher; per_run needs teacher 'orthonormal', 'given' or 'file'")
+        return self
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.n, self.d
+
+    def population_inputs(self, key: Array) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        raise ValueError("data.kind 'gaussian_teacher_samples' is finite data: use generate")
+
+    def generate(self, key: Array) -> tuple[Array, Array]:
+        b, V, chol = self._loaded.arrays
+        if self.teacher in ("orthonormal", "gaussian"):
+            k = self.teacher_width
+            normal = (jax.random.normal(key, (k, self.d), jnp.float64)
+                      if self.teacher == "gaussian" else None)
+            b, V = pop.teacher_arrays(self.teacher, k, self.d, normal)
+        return pop.teacher_samples(jax.random.fold_in(key, 1), self.n, b, V,
+                                   chol if chol.size else None)
+
+    def step_flops(self, d: int, p: int) -> float:
+        return _DataBase.step_flops(self, d, p)
+
+
 DataSpec = Annotated[
     SphereData | OrthogonalData | OrthonormalData | ThreePointData | StewartData | TwoPointData
-    | TeacherData | FileData | ArrayData | MnistData | GaussianTeacherData,
+    | TeacherData | FileData | ArrayData | MnistData | GaussianTeacherData
+    | GaussianTeacherSamplesData,
     Field(discriminator="kind"),
 ]
 

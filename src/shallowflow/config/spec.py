@@ -17,7 +17,7 @@ from shallowflow.config.record_spec import RecordSpec
 from shallowflow.config.signature import signature_of
 from shallowflow.config.spec_types import DIGEST, MAX_SEED, Label, StrictModel
 from shallowflow.config.train_spec import CLASSIFICATION_LOSSES, TrainSpec
-from shallowflow.dynamics.probes import PROBES
+from shallowflow.dynamics.probes import PROBES, TEACHER
 
 
 def resolve_choices(exp: Experiment) -> EngineChoices:
@@ -103,6 +103,11 @@ class Experiment(StrictModel):
         self.init.check(self.model, self.data, self.input_dim)
         if self.data.population:
             _check_population(self)
+        teacher = [p for p in self.record.probes if TEACHER in PROBES[p].needs]
+        if teacher and not self.data.population:
+            raise ValueError(f"record.probes: {', '.join(teacher)} read the population's teacher; "
+                             f"allowed with data.kind 'gaussian_teacher' only (got "
+                             f"{getattr(self.data, 'kind', '?')!r})")
         return self
 
     # resolved numbers ------------------------------------------------------------------------

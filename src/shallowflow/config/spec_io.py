@@ -98,7 +98,21 @@ def read_mapping(path: str | Path, field: str = "config") -> dict[str, Any]:
     return data
 
 def experiment_from_mapping(mapping: dict[str, Any]) -> Experiment:
-    """Validate a mapping into an Experiment, raising ConfigError with readable messages."""
+    """Validate a mapping into an Experiment, raising ConfigError with readable messages.
+
+    The keys are those of an experiment file; every other field takes its default:
+
+    >>> exp = experiment_from_mapping({"data": {"kind": "sphere", "n": 6, "d": 3},
+    ...                                "model": {"width": 4}, "init": {"scheme": "dpb"},
+    ...                                "train": {"lr": 0.1, "steps": 5}})
+    >>> exp.data.n, exp.model.width, exp.runs, exp.train.loss
+    (6, 4, 1, 'square')
+    >>> experiment_from_mapping({"data": {"kind": "sphere", "n": 6, "d": 3},
+    ...                          "model": {"width": 0}, "init": {"scheme": "dpb"},
+    ...                          "train": {"lr": 0.1, "steps": 5}})
+    Traceback (most recent call last):
+    ConfigError: model.width: Input should be greater than 0 (got 0)
+    """
     try:
         return Experiment.model_validate(mapping)
     except ValidationError as err:

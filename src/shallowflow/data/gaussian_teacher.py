@@ -4,13 +4,19 @@ the engine takes the teacher and the factor (:class:`~shallowflow.model.inputs.P
 
     orthonormal   v_k = e_k, b_k = 1 (k <= d)          the landscape papers' teacher
     gaussian      v_k ~ N(0, I_d / d), b_k = 1          drawn with the data key
+
+Its finite-sample counterpart (``gaussian_teacher_samples``, docs/math.md §11.9) draws n inputs
+and labels them by the teacher: :func:`teacher_samples`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+from jax import Array
 
 from shallowflow.data.files import load_npz
 from shallowflow.data.validate import DataError, check_real
@@ -32,9 +38,18 @@ def teacher_arrays(scheme: str, k: int, d: int, normal: np.ndarray | None = None
     if scheme == "gaussian":
         if normal is None or normal.shape != (k, d):
             raise ValueError(f"normal: the gaussian teacher needs (k, d) = ({k}, {d}) draws")
-        return np.ones(k), np.asarray(normal, np.float64) / np.sqrt(d)
+        return np.ones(k), normal / np.sqrt(d)  # numpy, or traced inside a compiled draw
     raise DataError(f"data.teacher: unknown scheme {shown(scheme)}; allowed: "
                     f"{', '.join(TEACHER_SCHEMES)}, 'given', 'file'")
+
+
+def teacher_samples(key: Array, n: int, b: Array | np.ndarray, V: Array | np.ndarray,
+                    chol: np.ndarray | None) -> tuple[Array, Array]:
+    """n samples of the population (docs/math.md §11.9): x_i = L z_i with z_i ~ N(0, I_d) (L =
+    ``chol``, None for the identity) and y_i = h*(x_i) = sum_k b_k relu(<v_k, x_i>), float64."""
+    Z = jax.random.normal(key, (n, jnp.shape(V)[-1]), jnp.float64)
+    X = Z if chol is None else Z @ jnp.asarray(chol, jnp.float64).T
+    return X, jnp.maximum(X @ jnp.asarray(V, jnp.float64).T, 0.0) @ jnp.asarray(b, jnp.float64)
 
 
 def check_teacher(b: np.ndarray, V: np.ndarray, d: int, source: str = "data") -> None:

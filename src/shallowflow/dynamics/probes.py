@@ -30,6 +30,14 @@ V_+/- = {j : a_j > 0 / a_j < 0} at the record point and the class directions x_+
     spectral_norm_sq  ||W||_2^2 (largest eigenvalue of the smaller Gram matrix)
     mmv_norm_change       sum_j |d||w_j||/dt|,  dW/dt = -T grad_W L   (App. A.5 "changes")
     mmv_direction_change  sum_j ||d(w_j/||w_j||)/dt||
+
+Teacher-student order parameters on the population (docs/math.md §11.9; optional, data.kind
+``gaussian_teacher``; :mod:`shallowflow.dynamics.teacher_probes`):
+
+    overlap           R = W Sigma V^T (neuron, teacher)
+    student_overlap   Q = W Sigma W^T (neuron, partner)
+    overlap_cos       cos_Sigma(w_j, v_k) (neuron, teacher)
+    teacher_distance  distance to the nearest embedded teacher, up to permutation
 """
 
 from __future__ import annotations
@@ -41,10 +49,12 @@ from typing import NamedTuple
 import jax.numpy as jnp
 from jax import Array
 
+from shallowflow.dynamics import teacher_probes as tp
 from shallowflow.dynamics.cones import CONE_NAMES
+from shallowflow.model.inputs import PopulationInputs
 from shallowflow.model.network import BatchGradient
 
-CLASSES, PERP_GRAM = "classes", "perp_gram"
+CLASSES, PERP_GRAM, TEACHER = "classes", "perp_gram", "teacher"
 """Batch constants a probe may need (``Probe.needs``), computed once per batch only when a
 recorded probe needs them (:class:`~shallowflow.dynamics.state.Reference`)."""
 
@@ -75,6 +85,7 @@ class ProbeContext(NamedTuple):
     class_dirs: Array | None = None  # x_+, x_- in the engine basis, (d, R, 2)
     label_sign: Array | None = None  # sign(y_i), (n, R, 1)
     perp_gram: Array | None = None  # <w_perp_k, w_perp_j> of the out-of-span parts, (p, R, p)
+    teacher: PopulationInputs | None = None  # the population's teacher and covariance factor
 
 
 def _active_count(c: ProbeContext) -> Array:
@@ -90,7 +101,7 @@ class Probe:
     dims: tuple[str, ...]
     description: str
     fn: Callable[[ProbeContext], Array]
-    needs: frozenset[str] = frozenset()  # batch constants it reads (CLASSES, PERP_GRAM)
+    needs: frozenset[str] = frozenset()  # batch constants it reads (CLASSES, PERP_GRAM, TEACHER)
     samples: bool = False  # reads the training samples (none on the population, docs/math.md §11)
 
 
@@ -226,6 +237,14 @@ _ALL = [
           lambda c: _changes(c)[0]),
     Probe("mmv_direction_change", (), "sum_j ||d(w_j/||w_j||)/dt|| (flow)",
           lambda c: _changes(c)[1]),
+    Probe("overlap", ("neuron", "teacher"), "student-teacher overlap R = W Sigma V^T",
+          lambda c: tp.overlap(c.Wt, c.teacher), frozenset({TEACHER})),
+    Probe("student_overlap", ("neuron", "partner"), "student overlap Q = W Sigma W^T",
+          lambda c: tp.student_overlap(c.Wt, c.teacher), frozenset({TEACHER})),
+    Probe("overlap_cos", ("neuron", "teacher"), "cosine of w_j and v_k (Sigma's inner product)",
+          lambda c: tp.overlap_cos(c.Wt, c.teacher), frozenset({TEACHER})),
+    Probe("teacher_distance", (), "distance to the nearest embedded teacher, up to permutation",
+          lambda c: tp.teacher_distance(c.a, c.Wt, c.teacher, c.kappa), frozenset({TEACHER})),
 ]
 
 PROBES: dict[str, Probe] = {p.name: p for p in _ALL}

@@ -30,7 +30,7 @@ from shallowflow.dynamics import live
 from shallowflow.dynamics.engine_config import EngineConfig
 from shallowflow.dynamics.gradient import batch_loss_and_gradient
 from shallowflow.dynamics.parametrisation import Coordinates
-from shallowflow.dynamics.probes import PROBES, ProbeContext
+from shallowflow.dynamics.probes import PROBES, TEACHER, ProbeContext
 from shallowflow.dynamics.state import (
     DIVERGED,
     GRADIENT,
@@ -138,6 +138,11 @@ def _record(cfg: EngineConfig, st: EngineState, step: Array, inputs: Inputs, y: 
         code, event = freeze(st, bg.loss < stop.loss, never, step)
         st = st._replace(code=code, event_step=event)
     ctx = probe_context(cfg, st.params, bg, ref)
+    if TEACHER in cfg.needs:  # the population's teacher: the inputs themselves (one for all runs)
+        if not isinstance(inputs, PopulationInputs):
+            raise ValueError("probes: the teacher probes need the population's teacher "
+                             "(data.kind 'gaussian_teacher')")
+        ctx = ctx._replace(teacher=inputs)
     flat = (st.code == RUNNING) & (ctx.grad_norm_sq < stop.grad_sq) & (step > 0)
     st = st._replace(code=jnp.where(flat, GRADIENT, st.code),
                      event_step=jnp.where(flat, step, st.event_step))

@@ -38,7 +38,7 @@ import jax.numpy as jnp
 from jax import Array
 
 from shallowflow.model.activations import Activation
-from shallowflow.model.arccos_kernel import kernel_matrix, kernel_pullback, self_kernel
+from shallowflow.model.arccos_kernel import kernel_and_pullback, kernel_matrix, self_kernel
 from shallowflow.model.inputs import PopulationInputs
 from shallowflow.model.losses import Loss
 from shallowflow.model.network import BatchGradient
@@ -98,12 +98,21 @@ def population_loss(a: Array, W: Array, teacher: Teacher, kappa: float = 1.0, le
 def population_gradient(a: Array, W: Array, teacher: Teacher, kappa: float = 1.0, leak: float = 0.0,
                         chol: Array | None = None) -> PopulationGradient:
     """L, dL/da = kappa <w_j, M_j>, dL/dW = kappa a_j M_j and M in closed form (docs/math.md §11.2),
-    O((p + k)^2 d) per network; a zero neuron has M_j = 0 (sigma'(0) = 0)."""
+    O((p + k) p d) per network; a zero neuron has M_j = 0 (sigma'(0) = 0). One matrix of angles
+    between the student's rows and all p + k directions serves the loss's student rows and M
+    (:func:`~shallowflow.model.arccos_kernel.kernel_and_pullback`); the teacher's block
+    b^T K_tt b is computed once for all runs that share the teacher."""
     Ws, D, gamma = _residual(a, W, teacher, kappa, chol)
-    Mw = kernel_pullback(Ws, D, gamma[..., None, :], leak)  # whitened M~ (..., p, d)
+    p = a.shape[-1]
+    K, Mw = kernel_and_pullback(Ws, D, gamma[..., None, :], leak)  # (..., p, p + k), whitened M~
+    K_ss = jnp.where(jnp.eye(p, dtype=bool), self_kernel(Ws, leak)[..., None, :], K[..., :p])
+    g_s = gamma[..., :p]
+    V = whiten(jnp.asarray(teacher.V, W.dtype), chol)
+    teacher_part = _half_quadratic_form(V, -jnp.asarray(teacher.b, a.dtype), leak)
+    loss = (0.5 * jnp.einsum("...i,...ij,...j->...", g_s, K_ss, g_s)
+            + jnp.einsum("...i,...ij,...j->...", g_s, K[..., p:], gamma[..., p:]) + teacher_part)
     M = Mw if chol is None else Mw @ jnp.swapaxes(chol, -1, -2)
-    return PopulationGradient(_half_quadratic_form(D, gamma, leak),
-                              kappa * jnp.sum(Ws * Mw, axis=-1), kappa * a[..., None] * M, M)
+    return PopulationGradient(loss, kappa * jnp.sum(Ws * Mw, axis=-1), kappa * a[..., None] * M, M)
 
 
 def lognorm_weights(s: Array, alpha: Array, rho: Array, U: Array) -> tuple[Array, Array]:

@@ -20,7 +20,7 @@ from shallowflow.errors import shown
 if TYPE_CHECKING:
     from shallowflow.reproductions.base import Reproduction
 
-PAPERS = ("dana", "town", "boursier", "mmv", "safran")
+PAPERS = ("dana", "town", "boursier", "mmv", "safran", "population")
 
 
 class Catalogue(Mapping[str, "Reproduction"]):

@@ -44,13 +44,19 @@ def digits(*values: Any) -> int:
 
 
 def fmt(value: Any, p: int = DIGITS) -> str:
-    """``value`` as table text: floats to ``p`` significant digits, lists in brackets."""
+    """``value`` as table text: floats to ``p`` significant digits, lists in brackets.
+
+    >>> fmt({"a": 0.123456, "b": [1.0, 2.5]})
+    '{a: 0.1235, b: [1, 2.5]}'
+    >>> fmt({"max |x|": 2.0})  # no | is left to split a table's row
+    '{max /x/: 2}'
+    """
     if isinstance(value, float):
         return f"{value:.{p}g}"
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(fmt(v, p) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {fmt(v, p)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{fmt(k)}: {fmt(v, p)}" for k, v in value.items()) + "}"
     return str(value).replace("|", "/").replace("\n", " ")
 
 

@@ -308,6 +308,10 @@ def end_states(ds: xr.Dataset, X: object | None = None, y: object | None = None,
     (the population's, :mod:`shallowflow.stationary.population_state`; no polish then)."""
     if judge_network is not None and polish_method is not None:
         raise ValueError("polish_method: not with judge_network (the polish needs the data)")
+    if X is None and "X" not in ds:
+        raise ValueError("X: the Dataset holds no data (a population run has none: judge it "
+                         "with train.end_state = true or shallowflow.certify_run(folder); a "
+                         "finite-data run: train(..., keep_data=True) or pass X and y)")
     X = ds["X"].values if X is None else np.asarray(X)
     y = ds["y"].values if y is None else np.asarray(y)
     attrs = RunAttrs.of(ds)

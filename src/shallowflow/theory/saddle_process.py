@@ -70,7 +70,11 @@ def loss_normaliser(loss: str, n: int, reduction: str = "mean") -> float:
 
 
 def loss_constant(loss: str, n: int, time_scale: float = 1.0, reduction: str = "mean") -> float:
-    """c_L = 2 c T (docs/math.md §3.1): T/n for 'square' = 1/(2n) Σ r², 2T/n for 'mse' = 1/n Σ r²."""
+    """c_L = 2 c T (docs/math.md §3.1): T/n for 'square' = 1/(2n) Σ r², 2T/n for 'mse' = 1/n Σ r².
+
+    >>> loss_constant("square", 4), loss_constant("mse", 4)  # the hand example's c_L = 1/4
+    (0.25, 0.5)
+    """
     if not (np.isfinite(time_scale) and time_scale > 0):
         raise ValueError(f"time_scale: must be finite and > 0, got {time_scale!r}")
     return 2.0 * loss_normaliser(loss, n, reduction) * float(time_scale)

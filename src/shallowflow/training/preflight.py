@@ -71,6 +71,7 @@ def record_points(exp: Experiment) -> int:
 def record_size(exp: Experiment) -> int:
     """Numbers one record holds for one run: the recorded probes' sizes."""
     size = {"neuron": exp.model.width, "dim": exp.input_dim, "sample": exp.data.n_samples,
+            "partner": exp.model.width, "teacher": getattr(exp.data, "teacher_width", 0),
             **{dim: len(labels) for dim, labels in DIM_LABELS.items()}}
     probes = exp.probes
     return sum(math.prod(size[d] for d in PROBES[p].dims) for p in probes if p in PROBES)

@@ -36,6 +36,7 @@ from pydantic import Field, model_validator
 from shallowflow.analysis.fits import bootstrap_slope, loglog_slope, positive_mean
 from shallowflow.config import Experiment, experiment_from_mapping
 from shallowflow.model.run_attrs import RunAttrs
+from shallowflow.plots.intervals import interval_bars
 from shallowflow.reproductions.base import Figure, Params, Reproduction, Section
 from shallowflow.reproductions.claims import Claim, band_verdict
 from shallowflow.reproductions.dana import dpb_sources as sources
@@ -238,8 +239,7 @@ def fit(ds: xr.Dataset, key: str, layer: str = "gaussian", subset: str = "all"
         ) -> tuple[float, tuple[float, float]]:
     """A stored slope and its interval."""
     at = {"layer": layer, "subset": subset, "measure": key}
-    return (float(ds.slope.sel(at)),
-            (float(ds.slope_lo.sel(at)), float(ds.slope_hi.sel(at))))
+    return float(ds.slope.sel(at)), (float(ds.slope_lo.sel(at)), float(ds.slope_hi.sel(at)))
 
 
 def slope_verdict(interval: tuple[float, float], paper: bool) -> str:
@@ -431,7 +431,7 @@ def draw_slopes(ax: Any, ds: xr.Dataset, P: Fig6Params) -> None:
             rows.append((f"{label}, uniform w | I", fit(ds, key, "uniform", "I"), c))
     ys = np.arange(len(rows))[::-1]
     for y_, (_, (s, (lo, hi)), c) in zip(ys, rows, strict=True):
-        ax.errorbar(s, y_, xerr=[[s - lo], [hi - s]], fmt="o", color=c, ms=4, capsize=2)
+        interval_bars(ax, y_, s, lo, hi, horizontal=True, color=c)
     ax.axvspan(PAPER_SLOPE - BAND, PAPER_SLOPE + BAND, color="g", alpha=0.12,
                label="'close to -1/2' band")
     ax.axvline(PAPER_SLOPE, color="g", lw=1)

@@ -32,6 +32,7 @@ from shallowflow.analysis.fits import (
     logistic_threshold,
     scaling_fits,
 )
+from shallowflow.plots.intervals import interval_bars
 from shallowflow.reproductions.base import Figure, Section
 from shallowflow.reproductions.claims import Claim, Source
 from shallowflow.reproductions.dana.convergence_grids import (
@@ -238,8 +239,7 @@ def draw_scan(scan: Scan, ylabel: str) -> Figure:
 
     x, N, lo, hi, axis = scan.x, scan.N, scan.lo, scan.hi, scan.axis
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
-    ax1.errorbar(x, N, yerr=[N - lo, np.where(np.isfinite(hi), hi - N, 0)], fmt="o", color="k",
-                 ms=4, capsize=2, label="fitted threshold (95% interval)")
+    interval_bars(ax1, x, N, lo, hi, label="fitted threshold (95% interval)")
     xx = np.linspace(x.min(), x.max(), 200) if len(x) else x
     for (law, f), c in zip(scan.laws.items(), ("C0", "C1", "C2"), strict=False):
         ax1.plot(xx, f(xx), color=c, lw=1, label=f"{law}: {f.formula} (R2 {f.r2:.3f})")
