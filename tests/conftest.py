@@ -52,6 +52,19 @@ def changed(mapping: dict, **changes) -> dict:
     return mapping
 
 
+def assert_drawn(png: Path) -> None:
+    """``png`` is a drawn figure: a readable PNG of at least 200 x 150 pixels in more than 8
+    colours (an empty or failed render is one or two colours; a small matrix image compresses
+    well, so its size in bytes says nothing)."""
+    from PIL import Image
+
+    assert png.is_file(), png
+    with Image.open(png) as im:
+        assert im.width >= 200 and im.height >= 150, (png, im.size)
+        colours = im.convert("RGB").getcolors(maxcolors=1 << 16)
+    assert colours is None or len(colours) > 8, (png, len(colours))
+
+
 def check_reproduction_folder(folder, ids=None):
     """Checks every reproduction folder must pass: claims.json is a non-empty list of claims
     with all fields, a known verdict, a source of a known kind that says where, and a known role
@@ -75,7 +88,7 @@ def check_reproduction_folder(folder, ids=None):
     pngs = re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", report)
     assert pngs
     for png in pngs:
-        assert (folder / png).is_file() and (folder / png).stat().st_size > 10_000
+        assert_drawn(folder / png)
     for name in ("params.json", "provenance.json"):
         assert (folder / name).is_file()
     reproduction = json.loads((folder / "params.json").read_text())["reproduction"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -403,9 +404,15 @@ def test_two_certify_processes_at_once(tmp_path):
     deadline = time.time() + 120
     while not lock.exists() and time.time() < deadline and first.poll() is None:
         time.sleep(0.02)
-    second = subprocess.run([*CLI, "certify", str(folder), "--overwrite"], capture_output=True,
-                            text=True, timeout=120)
-    still_working = first.poll() is None
+    # the first holds its claim, paused (on a loaded machine it could otherwise finish while the
+    # second is still importing), and resumes once the second has been refused
+    first.send_signal(signal.SIGSTOP)
+    try:
+        second = subprocess.run([*CLI, "certify", str(folder), "--overwrite"],
+                                capture_output=True, text=True, timeout=120)
+        still_working = first.poll() is None
+    finally:
+        first.send_signal(signal.SIGCONT)
     out, err = first.communicate(timeout=600)
     assert first.returncode == 0, err
     assert still_working, "the first certify ended before the second was refused"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import shallowflow
-from conftest import check_reproduction_folder
+from conftest import assert_drawn, check_reproduction_folder
 from shallowflow.citations import ENTRIES, PAPERS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -129,7 +129,7 @@ def test_every_gallery_page_shows_its_figures_and_claims(built_site):
         for png in report_figures(folder):
             assert f'src="{folder.name}/{png}"' in page, (folder.name, png)
             built = built_site / "gallery" / folder.name / png
-            assert built.is_file() and built.stat().st_size > 10_000, built
+            assert_drawn(built)
         claims = json.loads((folder / "claims.json").read_text())
         assert table_rows(page) == {c["id"]: c["verdict"] for c in claims}, folder.name
         record = json.loads((folder / "gallery.json").read_text())
