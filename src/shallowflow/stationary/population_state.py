@@ -46,6 +46,7 @@ from shallowflow.stationary.verdict import (
     _descends,
     _escape_at,
     end_states,
+    near_zero,
 )
 
 
@@ -172,8 +173,7 @@ def population_end_state(net: Network, prob: PopulationProblem, floor: float = 0
     loss, g, M = gradient(net, prob)
     grad_norm, grad_max = float(np.linalg.norm(g)), float(np.max(np.abs(g), initial=0.0))
     wn = np.linalg.norm(net.W, axis=1)
-    zero = wn <= tol.zero * max(1.0, float(wn.max(initial=0.0)))
-    a_zero = np.abs(net.a) <= tol.zero * max(1.0, float(np.abs(net.a).max(initial=0.0)))
+    zero, a_zero = near_zero(wn, tol.zero), near_zero(net.a, tol.zero)
     smooth = ~zero
     coupling = prob.kappa * np.linalg.norm(M, axis=1)
     coupling_max = float(coupling[smooth].max(initial=0.0)) if prob.train_a else 0.0

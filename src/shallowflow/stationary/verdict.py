@@ -131,6 +131,13 @@ class Verdict:
         return out
 
 
+def near_zero(values: np.ndarray, tol: float) -> np.ndarray:
+    """The entries that count as zero (docs/math.md §9.6): ``|v| <= tol max(1, max |v|)``, the
+    maximum taken over the last axis (one network's neurons; leading axes are runs)."""
+    v = np.abs(np.asarray(values, np.float64))
+    return v <= tol * np.maximum(1.0, v.max(axis=-1, keepdims=True, initial=0.0))
+
+
 def _escape_at(j: int, a_j: float, ext: Extrema, kappa: float, a_zero: bool) -> Escape:
     """The best escape of neuron j from the extrema of G_K (§9.3)."""
     if a_zero:  # second order: b of the sign opposite to G(u)
@@ -168,8 +175,7 @@ def end_state(net: Network, prob: Problem, floor: float = 0.0,
 
     wn = np.linalg.norm(W, axis=1)
     xn = np.linalg.norm(X, axis=1)
-    zero = wn <= tol.zero * max(1.0, float(wn.max(initial=0.0)))
-    a_zero = np.abs(a) <= tol.zero * max(1.0, float(np.abs(a).max(initial=0.0)))
+    zero, a_zero = near_zero(wn, tol.zero), near_zero(a, tol.zero)
     band = tol.kink * wn[None, :] * xn[:, None]  # (n, p)
     kink = (np.abs(Z) <= band) & ~zero[None, :] & (xn[:, None] > 0)
     active = (Z > band) & ~zero[None, :]

@@ -36,7 +36,7 @@ from shallowflow.stationary.population_state import (
     hessian_spectra,
     population_problem,
 )
-from shallowflow.stationary.verdict import Tolerances
+from shallowflow.stationary.verdict import Tolerances, near_zero
 from shallowflow.training.entry import Trainer
 
 RECORD_EVERY = 50
@@ -74,8 +74,7 @@ def end_points(ds: xr.Dataset, k: int, stop_grad: float) -> tuple[pd.DataFrame, 
         pg = population_gradient(a, W, Teacher(np.ones(k), np.eye(k)))
         loss, gW = np.asarray(pg.loss), np.asarray(pg.grad_W)
     grad = np.sqrt(np.sum(gW**2, axis=(1, 2)))
-    norms = np.linalg.norm(W, axis=2)
-    zero = np.sum(norms <= TOL.zero * np.maximum(1.0, norms.max(axis=1, keepdims=True)), axis=1)
+    zero = np.sum(near_zero(np.linalg.norm(W, axis=2), TOL.zero), axis=1)
     start = time.perf_counter()
     smooth = np.flatnonzero(zero == 0)  # a zero neuron: no Hessian there (docs/math.md §11.3)
     eig_min, eig_max = np.full(R, np.nan), np.full(R, np.nan)
