@@ -20,6 +20,7 @@ from shallowflow.training import certificates as certificate
 from shallowflow.training.batches import (
     BatchInputs,
     RunRef,
+    batch_data,
     engine_config,
     prepare_batch,
     to_dataset,
@@ -91,12 +92,7 @@ def attach_end_states(ds: xr.Dataset, batch: BatchInputs) -> xr.Dataset:
     if batch.population is not None:  # exact population derivatives (docs/math.md §11.3)
         from shallowflow.stationary.population_state import population_end_states
 
-        b, V, chol = batch.population
-        pop = ds.assign(teacher_b=("teacher", np.asarray(b)),
-                        teacher_V=(("teacher", "dim"), np.asarray(V)))
-        if chol is not None:
-            pop = pop.assign(covariance_chol=(("dim", "dim_in"), np.asarray(chol)))
-        end = population_end_states(pop)
+        end = population_end_states(ds.merge(batch_data(batch)))  # the teacher beside the runs
     else:
         end = end_states(ds, batch.X, batch.y,
                          polish_method=None if train.polish == "none" else train.polish,
