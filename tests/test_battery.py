@@ -532,6 +532,25 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("plot-not-run", ["plot", "{d}/existing"], ["run", "existing", "results.nc"]),
     ("plot-missing", ["plot", "{d}/nope"], ["run", "nope"]),
     ("bench-unknown", ["bench", "nope"], ["nope"]),
+    # ---- run: the population and its probes
+    ("xavier-output-unknown", run_set('init={scheme="xavier", output="half"}'),
+     ["init.output", "half"]),
+    ("xavier-scale-not-a-field", run_set('init={scheme="xavier", scale=true}'),
+     ["init.scale", "xavier"]),
+    ("teacher-probe-on-finite-data", run_set('record.probes=["loss", "overlap_cos"]'),
+     ["record.probes", "overlap_cos", "gaussian_teacher"]),
+    ("teacher-samples-n-zero", run_set('data={kind="gaussian_teacher_samples", d=4, k=2, n=0}'),
+     ["data.n", "got 0"]),
+    ("teacher-samples-n-bool", run_set('data={kind="gaussian_teacher_samples", d=4, k=2, n=true}'),
+     ["data.n", "true"]),
+    ("population-k-above-d", run_set('data={kind="gaussian_teacher", d=4, k=9}'),
+     ["data.k", "k=9", "d=4"]),
+    ("population-sigma-indefinite",
+     run_set('data={kind="gaussian_teacher", d=2, covariance="full", sigma=[[1.0, 2.0], [2.0, 1.0]]}'),
+     ["data.sigma", "positive definite"]),
+    ("population-teacher-shape",
+     run_set('data={kind="gaussian_teacher", d=2, teacher="given", b=[1.0], V=[[1.0, 0.0, 0.0]]}'),
+     ["data.V", "(1, 2)", "(1, 3)"]),
 ]
 
 
