@@ -16,6 +16,7 @@ from shallowflow.dynamics import (
     record_schedule,
     solve,
 )
+from shallowflow.dynamics.state import RUNNING, STOPPED
 from shallowflow.model.initialisation import dpb
 from shallowflow.model.network import Network
 
@@ -89,3 +90,13 @@ def test_rebatching_keeps_diverged_runs_frozen():
     assert out.status["diverged"][:4].all() and not out.status["diverged"][4:].any()
     assert np.isfinite(out.final.W).all()
     compare(out, ref)
+
+
+def test_compaction_never_keeps_the_whole_batch():
+    """A compaction that would keep every run (the running ones padded up to the multiple fill
+    the batch) is no compaction: None, so the driver moves nothing."""
+    code = np.array([RUNNING, RUNNING, STOPPED, STOPPED])
+    assert compaction(code, np.arange(4), 4) is None
+    code8 = np.array([RUNNING] * 2 + [STOPPED] * 6)
+    keep = compaction(code8, np.arange(8), 4)
+    assert keep is not None and len(keep) == 4 and {0, 1} <= set(keep.tolist())

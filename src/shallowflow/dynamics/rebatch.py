@@ -55,5 +55,7 @@ def compaction(code: np.ndarray, current: np.ndarray, multiple: int,
     if (len(current) - len(running)) * saving_per_run < REBATCH_MIN_SAVING_S:
         return None
     size = min(len(current), -(-len(running) // multiple) * multiple)
+    if size == len(current):  # already as small as the padding allows
+        return None
     frozen = np.flatnonzero(code != RUNNING)[: size - len(running)]
     return np.sort(np.concatenate([running, frozen]))
