@@ -3,8 +3,10 @@ the finite-data step.
 
 (1) 500 networks at k = 20 in the Safran-Shamir setting (d = k, student width k, output weights
 fixed to 1, teacher the identity): one GD step of every network with the closed-form gradient,
-timed side by side in one process as (a) a loop over the networks of a numpy step of the same
-closed form, one network at a time, the way the COLT 2021 code runs it (the baseline); (b) one
+timed side by side in one process as (a0) the COLT 2021 code's loop, one network at a time, with
+its operations (both blocks of angles by arccos and their sines by sin, the gradient norm every
+step); (a) a loop over the networks of a leaner numpy step of the same closed form (one arccos,
+sines from the cosines; the baseline of the goal, the stricter of the two); (b) one
 compiled step of all networks, called from Python each step; (c) one compiled program running
 ``fused_steps`` steps of all networks (lax.fori_loop, no Python between steps); (d) as (c) with
 the networks taken one at a time inside the compiled program (lax.map: each network's arrays stay
@@ -74,6 +76,35 @@ def numpy_steps(W: np.ndarray, V: np.ndarray, steps: int) -> np.ndarray:
     return W
 
 
+def colt_gradient(Wc: np.ndarray) -> np.ndarray:
+    """The same gradient with the operations of the COLT 2021 code (Safran, Yehudai and Shamir's
+    ``local_minima.py``), written here from its description: neurons as the columns of Wc (d, p),
+    the teacher the identity, both blocks of angles by ``arccos``, their sines by ``sin`` of the
+    angles, the teacher's block by a product with the identity (docs/math.md §11.2)."""
+    V = np.eye(Wc.shape[0])
+    norms = np.linalg.norm(Wc, axis=0)
+    Un = Wc / norms[None, :]
+    t_ww = np.arccos(np.clip(Un.T @ Un, -1.0, 1.0))
+    t_wv = np.arccos(np.clip(Un, -1.0, 1.0))
+    g_ww = (norms @ np.sin(t_ww)) * Un + Wc @ (np.pi - t_ww)
+    g_wv = np.ones(V.shape[1]) @ np.sin(t_wv) * Un + V @ (np.pi - t_wv)
+    return (g_ww - g_wv) / (2 * np.pi)
+
+
+def colt_steps(W: np.ndarray, steps: int) -> np.ndarray:
+    """(a0): ``steps`` GD steps of every network, one network at a time, each step with the
+    Frobenius norm of the gradient (the COLT 2021 loop's stop test)."""
+    out = W.copy()
+    for r in range(W.shape[0]):
+        Wc = out[r].T.copy()
+        for _ in range(steps):
+            g = colt_gradient(Wc)
+            np.linalg.norm(g, "fro")
+            Wc -= LR * g
+        out[r] = Wc.T
+    return out
+
+
 def start(networks: int, k: int, seed: int = 0) -> np.ndarray:
     """Xavier starts W_ij ~ N(0, 1/k) of ``networks`` networks, (R, k, k)."""
     return np.random.default_rng(seed).normal(size=(networks, k, k)) / math.sqrt(k)
@@ -116,6 +147,7 @@ def batched(networks: int, k: int, fused_steps: int, repeats: int) -> dict[str, 
     def threaded() -> list[Any]:
         return list(pool.map(lambda part: mapped(part).block_until_ready(), parts))
 
+    t_colt, _ = best_time(lambda: colt_steps(W0, 1), repeats, warmup=False)
     t_numpy, _ = best_time(lambda: numpy_steps(W0, V, 1), repeats, warmup=False)
     t_one, _ = best_time(stepwise, repeats)
     t_fused, W_fused = best_time(lambda: fused(Wj).block_until_ready(), repeats)
@@ -124,8 +156,9 @@ def batched(networks: int, k: int, fused_steps: int, repeats: int) -> dict[str, 
     check = min(networks, 5)
     reference = numpy_steps(W0[:check], V, fused_steps)
     diff = max(float(np.max(np.abs(np.asarray(W_fused)[:check] - reference))),
-               float(np.max(np.abs(np.asarray(W_mapped[0])[:check] - reference))))
-    return {"numpy_step_s": t_numpy, "stepwise_step_s": t_one / fused_steps,
+               float(np.max(np.abs(np.asarray(W_mapped[0])[:check] - reference))),
+               float(np.max(np.abs(colt_steps(W0[:check], fused_steps) - reference))))
+    return {"colt_step_s": t_colt, "numpy_step_s": t_numpy, "stepwise_step_s": t_one / fused_steps,
             "fused_step_s": t_fused / fused_steps, "mapped_step_s": t_mapped / fused_steps,
             "threads": len(parts), "fused_vs_numpy_max_abs": diff}
 
@@ -216,8 +249,10 @@ def bench(networks: int = 500, k: int = 20, fused_steps: int = 200,
 def table(r: dict[str, Any]) -> str:
     """The markdown tables of :func:`bench`'s result."""
     b, f = r["batched"], r["finite"]
-    base = b["numpy_step_s"]
-    rows = [("(a) numpy, one network at a time (baseline)", base),
+    base, colt = b["numpy_step_s"], b.get("colt_step_s")
+    rows = ([("(a0) numpy, the COLT 2021 code's operations, one network at a time", colt)]
+            if colt else []) + [
+            ("(a) numpy, one network at a time (baseline)", base),
             ("(b) one compiled step of all networks, called each step", b["stepwise_step_s"]),
             (f"(c) one compiled program of {r['fused_steps']} steps (fori_loop)", b["fused_step_s"]),
             (f"(d) as (c), the networks one at a time inside it (lax.map), {b['threads']} "
@@ -225,14 +260,16 @@ def table(r: dict[str, Any]) -> str:
             ("(e) the engine (train, second layer frozen)", b["engine_step_s"])]
     lines = [f"{r['networks']} networks at k = {r['k']} (d = k, width k, output weights fixed, "
              f"teacher the identity), one GD step of every network, float64, best of 3 after a "
-             f"compiling call; (c) and (d) agree with (a) to {b['fused_vs_numpy_max_abs']:.1e} after "
-             f"{r['fused_steps']} steps.", "",
+             f"compiling call; (a0), (c) and (d) agree with (a) to "
+             f"{b['fused_vs_numpy_max_abs']:.1e} after {r['fused_steps']} steps.", "",
              "| variant | s per step (all networks) | us per network-step | speed-up vs (a) | "
-             "goal | met |", "|---|---:|---:|---:|---:|:---:|"]
+             "speed-up vs (a0) | goal | met |", "|---|---:|---:|---:|---:|---:|:---:|"]
     for name, t in rows:
         ratio = base / t
         goal = name.startswith("(d)")
+        versus_colt = f"{colt / t:.1f}x" if colt else "-"
         lines.append(f"| {name} | {t:.4g} | {1e6 * t / r['networks']:.3g} | {ratio:.1f}x | "
+                     f"{versus_colt} | "
                      f"{f'>= {GOAL:g}x' if goal else ''} | "
                      f"{('yes' if ratio >= GOAL else 'no') if goal else ''} |")
     lines += ["", f"Closed form against finite data (d = {f['d']}, teacher k = {f['k']}, student "
