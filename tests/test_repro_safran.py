@@ -63,3 +63,19 @@ def test_bad_parameters_are_one_error_line(tmp_path, setting, field):
     errors = [ln for ln in result.output.splitlines() if ln.startswith("error:")]
     assert result.exit_code == 2 and len(errors) == 1 and field in errors[0], result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_work_shares_weigh_steps_by_the_step_cost():
+    """work_shares against a hand count: steps x n (n + k) k per (k, n), the budget's steps apart."""
+    from shallowflow.reproductions.safran.minima import work_shares
+
+    ds = xr.Dataset({"run_k": ("run", [2, 2, 3]), "run_n": ("run", [2, 3, 3]),
+                     "run_steps": ("run", [100, 50, 10])})
+    g = work_shares(ds, budget=50)
+    work = {(2, 2): 100 * 2 * 4 * 2, (2, 3): 50 * 3 * 5 * 2, (3, 3): 10 * 3 * 6 * 3}
+    total = sum(work.values())
+    got = {(int(r.k), int(r.n)): r.share for r in g.itertuples()}
+    assert got == pytest.approx({key: w / total for key, w in work.items()})
+    assert list(g["share"]) == sorted(g["share"], reverse=True)
+    assert dict(zip(zip(g.k, g.n, strict=True), g.at_budget, strict=True)) == \
+        {(2, 2): 100, (2, 3): 50, (3, 3): 0}

@@ -90,6 +90,31 @@ def _spurious_classes(ds: xr.Dataset) -> pd.DataFrame:
     return t[t["converged"] & ~t["global"]]
 
 
+def work_shares(ds: xr.Dataset, budget: int) -> pd.DataFrame:
+    """Per (k, n): the steps of all its runs, those of the runs that used the whole budget, and
+    its share of the training work, counting a step of width n at k as n (n + k) k operations
+    (the closed form's O((n^2 + n k) d), docs/math.md §11.2), largest first."""
+    t = pd.DataFrame({"k": ds.run_k.values, "n": ds.run_n.values,
+                      "steps": ds.run_steps.values.astype(np.int64)})
+    t["at_budget"] = np.where(t["steps"] >= budget, t["steps"], 0)
+    g = t.groupby(["k", "n"], as_index=False)[["steps", "at_budget"]].sum()
+    work = g["steps"] * g["n"] * (g["n"] + g["k"]) * g["k"]
+    g["share"] = work / work.sum()
+    return g.sort_values("share", ascending=False, ignore_index=True)
+
+
+def _time_parts(ds: xr.Dataset, budget: int) -> str:
+    """Where the time went: training, Hessians, census (wall seconds) and the work by (k, n)."""
+    g = work_shares(ds, budget)
+    train = (f"training {ds.attrs['train_s']:.1f} s, " if "train_s" in ds.attrs else "")
+    top = ", ".join(f"k = {int(r.k)}, n = {int(r.n)} {r.share:.0%}" for r in g.head(5).itertuples())
+    total, stuck = int(g["steps"].sum()), int(g["at_budget"].sum())
+    return (f"Wall time: {train}Hessians and their spectra {ds.attrs['hessian_s']:.1f} s, "
+            f"canonical forms and census {ds.attrs['census_s']:.1f} s. Steps of all runs: "
+            f"{total}, of which {stuck} ({stuck / total:.1%}) by runs that used the whole budget. "
+            f"Largest shares of the training work (steps x n (n + k) k): {top}.")
+
+
 # -------------------------------------------------------------------------------------- claims
 def _trend_claim(f: pd.DataFrame) -> Claim:
     """The spurious fraction at n = k grows with k: the interval at the largest k lies above the
@@ -287,16 +312,15 @@ def method(ds: xr.Dataset, P: MinimaParams) -> list[Section]:
          "N(0, 1/k), output weights 1 and frozen), GD on the closed-form population loss "
          f"(docs/math.md §11.2) at step {P.lr_scale:g}/k until ||grad F||_F <= {P.stop_grad:g} "
          f"(tested every {int(ds.attrs['record_every'])} steps; budget {P.steps} steps). At every "
-         "end point: the exact Hessian (jax.hessian of the closed form, §11.3) and its spectrum, "
+         "end point: the exact Hessian (assembled from its closed-form blocks, §11.3; equal to "
+         "jax.hessian of the closed-form loss) and its spectrum, "
          "the verdict of §9.6, and the canonical form up to permutations of neurons and "
          f"coordinates; two end points are one minimum when their canonical forms agree to "
          f"{float(ds.attrs['class_tol']):g} in every entry (§11.8). census.csv lists every class "
          "(the global minima of each (k, n) as one, the non-converged runs as one)."),
         ("Counts", "; ".join(lines) + f". Runs not converged in all: {stuck}."),
         ("Run time", f"Runs trained: {ds.sizes['run']}; steps to stop: median "
-         f"{np.median(steps):.0f}, max {np.max(steps):.0f}. Hessians and their spectra "
-         f"{ds.attrs['hessian_s']:.1f} s, canonical forms and census {ds.attrs['census_s']:.1f} s "
-         "(both inside the measures, in simulate)."),
+         f"{np.median(steps):.0f}, max {np.max(steps):.0f}. " + _time_parts(ds, P.steps)),
     ]
 
 
