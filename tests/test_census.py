@@ -45,7 +45,9 @@ def test_canonical_form_is_invariant_under_permutations(rows):
 
 def test_the_census_counts_a_hand_made_set():
     """Three copies of the oracle (rows and coordinates permuted, noise 1e-9), two of a second
-    spurious point, two global minima (permutation matrices) and one run that did not converge."""
+    spurious point, two global minima (permutation matrices), one run that did not converge and
+    two that did not converge but sit at a global minimum by their loss (stopped by a loss
+    threshold, or nearing a degenerate global minimum): a row of their own."""
     rng = np.random.default_rng(0)
     other = oracle()
     other[0, 1:] += 0.05  # a different point
@@ -55,17 +57,19 @@ def test_the_census_counts_a_hand_made_set():
         return W[P][:, Q] + 1e-9 * rng.normal(size=W.shape)
 
     points = [shuffled(oracle()) for _ in range(3)] + [shuffled(other) for _ in range(2)] + \
-        [np.eye(K)[rng.permutation(K)] for _ in range(2)] + [rng.normal(size=(K, K))]
+        [np.eye(K)[rng.permutation(K)] for _ in range(2)] + [rng.normal(size=(K, K))] + \
+        [np.eye(K) + 1e-6 * rng.normal(size=(K, K)) for _ in range(2)]
     forms = np.stack([canonical_form(W, symmetry="neurons and coordinates") for W in points])
-    loss = np.array([0.0232] * 3 + [0.05] * 2 + [0.0, 0.0, 0.3])
-    conv = np.array([True] * 7 + [False])
+    loss = np.array([0.0232] * 3 + [0.05] * 2 + [0.0, 0.0, 0.3, 1e-11, 2e-11])
+    conv = np.array([True] * 7 + [False] * 3)
     glob = loss < 1e-10
-    table, row_of = census(forms, loss, np.full(8, 0.01), conv, glob)
-    assert table["multiplicity"].tolist() == [2, 3, 2, 1]  # global, then by loss, then stuck
-    assert table["global"].tolist() == [True, False, False, False]
-    assert table["converged"].tolist() == [True, True, True, False]
-    assert (table["runs"] == 8).all() and table["multiplicity"].sum() == 8
-    assert row_of.tolist() == [1, 1, 1, 2, 2, 0, 0, 3]
+    table, row_of = census(forms, loss, np.full(10, 0.01), conv, glob)
+    # global, then by loss, then the non-converged at a global minimum, then the others
+    assert table["multiplicity"].tolist() == [2, 3, 2, 2, 1]
+    assert table["global"].tolist() == [True, False, False, True, False]
+    assert table["converged"].tolist() == [True, True, True, False, False]
+    assert (table["runs"] == 10).all() and table["multiplicity"].sum() == 10
+    assert row_of.tolist() == [1, 1, 1, 2, 2, 0, 0, 4, 3, 3]
     # a perturbation above the tolerance makes a new class
     assert classes(np.stack([forms[0], forms[0] + 10 * CLASS_TOL])).tolist() == [0, 1]
 

@@ -118,11 +118,13 @@ def census(forms: np.ndarray, loss: np.ndarray, eig_min: np.ndarray, converged: 
     """One row per distinct end point of R runs (docs/math.md §11.8), and the row of each run
     (R,): the converged runs at a global minimum form one class (a manifold of global minima is
     one class), the other converged runs are classed by their canonical forms ``forms`` (R, p,
-    m) (:func:`classes`), and the runs that did not converge form one class of their own
+    m) (:func:`classes`), and the runs that did not converge form up to two classes of their
+    own: those at a global minimum by their loss (``converged`` False, ``global`` True: stopped
+    by a loss threshold, or nearing a degenerate global minimum too slowly) and the others
     (``converged`` False, ``global`` False). Columns :data:`CENSUS_COLUMNS`: ``runs`` (R),
     ``loss`` and ``eig_min`` of the class's first run (``representative``, its run index),
     ``multiplicity`` (runs in the class). Rows: global first, then spurious classes by loss,
-    then the non-converged."""
+    then the non-converged (global first)."""
     converged, global_ = np.asarray(converged, bool), np.asarray(global_, bool)
     R = len(converged)
     groups: list[tuple[np.ndarray, bool, bool]] = []
@@ -134,9 +136,10 @@ def census(forms: np.ndarray, loss: np.ndarray, eig_min: np.ndarray, converged: 
         labels = classes(np.asarray(forms)[spurious], tol)
         found = [spurious[labels == c] for c in range(labels.max() + 1)]
         groups += [(m, True, False) for m in sorted(found, key=lambda m: float(loss[m[0]]))]
-    stuck = np.flatnonzero(~converged)
-    if stuck.size:
-        groups.append((stuck, False, False))
+    for is_global in (True, False):
+        stuck = np.flatnonzero(~converged & (global_ == is_global))
+        if stuck.size:
+            groups.append((stuck, False, is_global))
     row_of_run = np.full(R, -1)
     rows = []
     for i, (members, conv, is_global) in enumerate(groups):

@@ -11,7 +11,8 @@ the verdict (:func:`~shallowflow.stationary.population_state.decide`) and the ca
 to permutations of neurons and coordinates (:mod:`shallowflow.stationary.census`).
 
 The Dataset has one entry per run (dimension ``run``: ``run_k``, ``run_n``, ``run_converged``,
-``run_global``, ``run_label``, ``run_loss``, ``run_grad_norm``, ``run_eig_min``, ``run_eig_max``,
+``run_global``, ``run_stop`` (the stop reason: "gradient", "loss" or "steps"), ``run_label``,
+``run_loss``, ``run_grad_norm``, ``run_eig_min``, ``run_eig_max``,
 ``run_steps``, ``run_class``) and one per census class (dimension ``class``: the census columns
 ``class_k``, ``class_n``, ``class_runs``, ``class_converged``, ``class_loss``, ``class_eig_min``,
 ``class_multiplicity``, ``class_global`` and the canonical form ``class_W`` (class, neuron,
@@ -49,17 +50,18 @@ spurious ones (F > 1e-3)."""
 
 
 def experiment(k: int, n: int, runs: int, seed: int, lr_scale: float, steps: int,
-               stop_grad: float) -> Experiment:
+               stop_grad: float, stop_loss: float = 0.0) -> Experiment:
     """Safran and Shamir's protocol at one (k, n): orthonormal teacher in d = k, n students
     from Xavier's start with output weights 1 (frozen: second_layer_rate 0), GD at step
-    ``lr_scale`` / k until ||grad F|| <= ``stop_grad`` (tested every :data:`RECORD_EVERY` steps)."""
+    ``lr_scale`` / k until ||grad F|| <= ``stop_grad`` (tested every :data:`RECORD_EVERY` steps)
+    or, where ``stop_loss`` > 0, F < ``stop_loss`` (tested every step)."""
     return experiment_from_mapping({
         "name": f"safran-k{k}-n{n}", "seed": seed, "runs": runs,
         "data": {"kind": "gaussian_teacher", "d": k, "k": k, "teacher": "orthonormal"},
         "model": {"width": n},
         "init": {"scheme": "xavier", "output": "ones"},
         "train": {"lr": lr_scale / k, "steps": steps, "stop_grad": stop_grad,
-                  "second_layer_rate": 0.0},
+                  "stop_loss": stop_loss or None, "second_layer_rate": 0.0},
         "record": {"every": RECORD_EVERY, "points": 0, "probes": ["loss"]},
     })
 
@@ -92,6 +94,7 @@ def end_points(ds: xr.Dataset, k: int, stop_grad: float) -> tuple[pd.DataFrame, 
                       for r in range(R)])
     table = pd.DataFrame({
         "converged": ds.stop_reason.values == "gradient", "global": loss <= TOL.loss,
+        "stop": ds.stop_reason.values.astype(str),
         "label": labels, "loss": loss, "grad_norm": grad, "eig_min": eig_min,
         "eig_max": eig_max, "steps": ds.end_step.values})
     table["converged"] &= grad <= stop_grad * (1 + 1e-6)
@@ -99,11 +102,12 @@ def end_points(ds: xr.Dataset, k: int, stop_grad: float) -> tuple[pd.DataFrame, 
 
 
 def simulate_census(k_values: Sequence[int], extra_values: Sequence[int], runs: int, seed: int,
-                    lr_scale: float, steps: int, stop_grad: float, train: Trainer) -> xr.Dataset:
+                    lr_scale: float, steps: int, stop_grad: float, train: Trainer,
+                    stop_loss: float = 0.0) -> xr.Dataset:
     """Train every (k, n = k + extra) and take its census (module docstring)."""
     pairs = [(int(k), int(k) + int(e)) for e in extra_values for k in k_values]
-    exps = [experiment(k, n, runs, seed + 1000 * k + 100 * (n - k), lr_scale, steps, stop_grad)
-            for k, n in pairs]
+    exps = [experiment(k, n, runs, seed + 1000 * k + 100 * (n - k), lr_scale, steps, stop_grad,
+                       stop_loss) for k, n in pairs]
     start = time.perf_counter()
     trained = train(exps, label="safran-minima")
     train_s = time.perf_counter() - start
@@ -132,6 +136,7 @@ def simulate_census(k_values: Sequence[int], extra_values: Sequence[int], runs: 
         | {"class_W": (("class", "neuron", "dim"), W)},
         coords={"run": np.arange(len(runs_df)), "class": np.arange(len(cls))})
     out["run_label"] = out["run_label"].astype(str)
+    out["run_stop"] = out["run_stop"].astype(str)
     out.attrs.update({"train_s": train_s, "hessian_s": hessian_s, "census_s": census_s,
                       "record_every": RECORD_EVERY, "class_tol": CLASS_TOL})
     return out
