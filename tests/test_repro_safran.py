@@ -17,7 +17,7 @@ from shallowflow.cli import app
 from shallowflow.reproductions import rejudge, run_reproduction
 
 SETTINGS = ["k_values=[3, 4]", "runs=4", "extra_values=[0, 1]", "lr_scale=2.0", "steps=20000",
-            "stop_loss=1e-10"]
+            "stop_loss=1e-11"]
 
 
 def test_a_tiny_census_recounts(tmp_path):
@@ -62,7 +62,9 @@ def test_a_tiny_census_recounts(tmp_path):
 @pytest.mark.parametrize(("setting", "field"), [("k_values=[1, 3]", "k_values"),
                                                 ("k_values=[41]", "k_values"),
                                                 ("runs=0", "runs"),
-                                                ("extra_values=[-1]", "extra_values")])
+                                                ("extra_values=[-1]", "extra_values"),
+                                                ("stop_loss=1e-10", "stop_loss"),
+                                                ("stop_loss=-1.0", "stop_loss")])
 def test_bad_parameters_are_one_error_line(tmp_path, setting, field):
     result = CliRunner().invoke(app, ["reproduce", "safran-minima", "--out",
                                       str(tmp_path / "out"), "--set", setting])

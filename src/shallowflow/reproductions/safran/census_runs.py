@@ -108,9 +108,13 @@ def simulate_census(k_values: Sequence[int], extra_values: Sequence[int], runs: 
     pairs = [(int(k), int(k) + int(e)) for e in extra_values for k in k_values]
     exps = [experiment(k, n, runs, seed + 1000 * k + 100 * (n - k), lr_scale, steps, stop_grad,
                        stop_loss) for k, n in pairs]
+    # the costliest first (a step of width n at k costs n (n + k) k): the longest batches start
+    # while the short ones fill the other cores, instead of running alone at the end
+    order = sorted(range(len(pairs)), key=lambda i: -pairs[i][1] * sum(pairs[i]) * pairs[i][0])
     start = time.perf_counter()
-    trained = train(exps, label="safran-minima")
+    done = train([exps[i] for i in order], label="safran-minima")
     train_s = time.perf_counter() - start
+    trained = [done[order.index(i)] for i in range(len(pairs))]
     per_run, classes, forms_kept = [], [], []
     hessian_s = census_s = 0.0
     for (k, n), ds in zip(pairs, trained, strict=True):

@@ -43,15 +43,16 @@ class MinimaParams(Params):
     steps: int = Field(100_000, gt=0, description="step budget per run")
     stop_grad: float = Field(1e-12, gt=0, description="stop once ||grad F||_F <= stop_grad")
     stop_loss: float = Field(
-        0.0, ge=0, le=1e-6, description="also stop once F < stop_loss, at a global minimum (0: "
-        "off, the papers' protocol); at n > k the global minima are degenerate and GD nears them "
-        "too slowly to reach stop_grad (docs/math.md §11.8)")
+        0.0, ge=0, lt=TOL.loss, description="also stop once F < stop_loss, at a global minimum "
+        f"(0: off, the papers' protocol; below the global tolerance {TOL.loss:g}, so that a run "
+        "stopped here is global whatever the rounding of F); at n > k the global minima are "
+        "degenerate and GD nears them too slowly to reach stop_grad (docs/math.md §11.8)")
 
 
 PRESETS = {
     "quick": {"k_values": list(range(6, 11)), "runs": 100, "extra_values": [0], "seed": 0},
     "paper": {"k_values": [*range(6, 21), 30], "runs": 500, "extra_values": [0, 1], "seed": 0,
-              "stop_loss": 1e-10},
+              "stop_loss": 1e-11},
 }
 CONFIDENCE = 0.95
 """The level of the Clopper-Pearson intervals of the fractions."""
@@ -117,7 +118,7 @@ def _time_parts(ds: xr.Dataset, budget: int) -> str:
     train = (f"training {ds.attrs['train_s']:.1f} s, " if "train_s" in ds.attrs else "")
     top = ", ".join(f"k = {int(r.k)}, n = {int(r.n)} {r.share:.0%}" for r in g.head(5).itertuples())
     total, stuck = int(g["steps"].sum()), int(g["at_budget"].sum())
-    return (f"Wall time: {train}Hessians and their spectra {ds.attrs['hessian_s']:.1f} s, "
+    return (f"Parts: {train}Hessians and their spectra {ds.attrs['hessian_s']:.1f} s, "
             f"canonical forms and census {ds.attrs['census_s']:.1f} s. Steps of all runs: "
             f"{total}, of which {stuck} ({stuck / total:.1%}) by runs that used the whole budget. "
             f"Largest shares of the training work (steps x n (n + k) k): {top}.")
