@@ -87,3 +87,28 @@ def test_work_shares_weigh_steps_by_the_step_cost():
     assert list(g["share"]) == sorted(g["share"], reverse=True)
     assert dict(zip(zip(g.k, g.n, strict=True), g.at_budget, strict=True)) == \
         {(2, 2): 100, (2, 3): 50, (3, 3): 0}
+
+
+def _ends(eig0, eig1, conv1):
+    """Synthetic global end points: eig_min values at n = k and at n = k + 1 (k = 5)."""
+    eig = [*eig0, *eig1]
+    n = [5] * len(eig0) + [6] * len(eig1)
+    return xr.Dataset({"run_k": ("run", [5] * len(eig)), "run_n": ("run", n),
+                       "run_global": ("run", [True] * len(eig)),
+                       "run_converged": ("run", [True] * len(eig0) + list(conv1)),
+                       "run_eig_min": ("run", eig), "run_eig_max": ("run", [1.0] * len(eig))})
+
+
+@pytest.mark.parametrize(("eig0", "eig1", "conv1", "verdict"), [
+    ([0.09, 0.09], [1e-12, 5e-9], [True, True], "reproduced"),      # singular at the minima
+    ([0.09], [1e-4, -3e-3], [False, False], "reproduced"),          # negative curvature nearby
+    ([0.09], [1e-4, 2e-4], [False, False], "not reproduced"),       # strictly convex everywhere
+    ([-1e-3], [1e-12], [True], "not reproduced"),                   # n = k not strongly convex
+    ([0.09], [1e-4, 1e-9], [False, False], "inconclusive"),         # neither reading
+    ([0.09], [], [], "inconclusive"),                               # no end point at n = k + 1
+])
+def test_the_convexity_rule(eig0, eig1, conv1, verdict):
+    """global-minima-convexity's rule (docs/claims/safran.md), tol = 1e-7 here."""
+    from shallowflow.reproductions.safran.minima import _convexity_claim
+
+    assert _convexity_claim(_ends(eig0, eig1, conv1)).verdict == verdict
