@@ -112,9 +112,10 @@ def simulate_census(k_values: Sequence[int], extra_values: Sequence[int], runs: 
     # while the short ones fill the other cores, instead of running alone at the end
     order = sorted(range(len(pairs)), key=lambda i: -pairs[i][1] * sum(pairs[i]) * pairs[i][0])
     start = time.perf_counter()
-    done = train([exps[i] for i in order], label="safran-minima")
+    trained: list[xr.Dataset] = [None] * len(pairs)  # type: ignore[list-item]
+    for i, ds in zip(order, train([exps[i] for i in order], label="safran-minima"), strict=True):
+        trained[i] = ds
     train_s = time.perf_counter() - start
-    trained = [done[order.index(i)] for i in range(len(pairs))]
     per_run, classes, forms_kept = [], [], []
     hessian_s = census_s = 0.0
     for (k, n), ds in zip(pairs, trained, strict=True):

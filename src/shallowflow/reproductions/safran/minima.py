@@ -141,7 +141,7 @@ def _trend_claim(f: pd.DataFrame) -> Claim:
         notes = (f"Rule: the {CONFIDENCE:.0%} Clopper-Pearson interval at k = {int(last.k)} lies "
                  f"above the one at k = {int(first.k)} (reproduced), below it (not reproduced), "
                  "or they overlap (inconclusive). Fractions among the decided runs: converged, or "
-                 "at a global minimum by their loss (F <= 1e-10).")
+                 f"at a global minimum by their loss (F <= {TOL.loss:g}).")
     return Claim("spurious-fraction-grows", "The fraction of GD runs from Xavier's start that "
                  "end at a spurious (non-global) minimum grows with k (n = k).",
                  "increasing in k", per_k, verdict, notes=notes,
@@ -174,8 +174,9 @@ def _overparam_claims(ds: xr.Dataset, f: pd.DataFrame) -> list[Claim]:
     pooled = {}
     for extra in (0, 1):
         g = f[f["n"] == f["k"] + extra]
-        spur, conv = int(g["spurious"].sum()), int(g["decided"].sum())
-        pooled[extra] = (spur / conv if conv else np.nan, binomial_interval(spur, conv, CONFIDENCE))
+        spur, decided = int(g["spurious"].sum()), int(g["decided"].sum())
+        pooled[extra] = (spur / decided if decided else np.nan,
+                         binomial_interval(spur, decided, CONFIDENCE))
     (f0, i0), (f1, i1) = pooled[0], pooled[1]
     verdict = ("reproduced" if i1[1] < i0[0] else "not reproduced" if i1[0] > i0[1]
                else "inconclusive")
@@ -221,11 +222,11 @@ def _convexity_claim(ds: xr.Dataset) -> Claim:
              float(eig[more & conv].max()) if (more & conv).any() else np.nan,
          "n = k + 1: smallest eig_min": float(eig[more].min()) if more.any() else np.nan,
          "n = k + 1: end points with eig_min < -tol": negative}, verdict,
-        notes="Over the global end points (F <= 1e-10, whether converged, stopped by stop_loss "
+        notes=f"Over the global end points (F <= {TOL.loss:g}, whether converged, stopped by stop_loss "
               "or at the budget) without a zero neuron (at a zero neuron L is not twice "
               f"differentiable, docs/math.md §11.3: {at_zero} such end point(s) at n = k + 1 "
               "left out). At n = k + 1 either reading shows the paper's point: a singular Hessian "
-              "at the minima (not strongly convex), or negative curvature within F <= 1e-10 of "
+              f"at the minima (not strongly convex), or negative curvature within F <= {TOL.loss:g} of "
               "them (not convex on any ball that reaches that point); every eigenvalue above "
               "tol there is not reproduced. tol = tol_curv as in spurious-are-strict-minima.",
         source=qualitative(sources.CONVEXITY))
